@@ -1,0 +1,390 @@
+"""Lossless reading and writing of TFLite flatbuffers.
+
+A model is read into the object API of the TFLite schema that ai-edge-litert
+ships (`schema_py_generated`), so every field the schema knows survives a
+read-modify-write: metadata, signature defs, shape signatures, sparsity,
+variant sub-types, sub-graph fields and buffers stored outside the flatbuffer
+(`Buffer.offset`/`size`, `Operator.large_custom_options_*`).
+
+Reading is defensive: the file identifier, every offset the object API
+follows and every tensor, buffer and opcode index are checked, and a problem
+is a ModelError naming the file, never an exception from inside flatbuffers.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import flatbuffers
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+from heliabuild.errors import ModelError
+from heliabuild.files import sha256_bytes, write_atomic
+
+FILE_IDENTIFIER = b"TFL3"
+# Buffer data carries `force_align: 16` in the TFLite schema; the generated
+# Python Pack ignores it, so buffers are packed here with that alignment.
+BUFFER_ALIGNMENT = 16
+# Offsets of data stored after the flatbuffer are valid only above 1 (schema.fbs).
+_FIRST_VALID_EXTERNAL_OFFSET = 2
+
+# Data that lay after the flatbuffer in the file hangs off the BufferT or
+# OperatorT that pointed at it under this attribute, and is written back the
+# same way; an attribute (not a side table) survives copies and index shifts.
+_EXTERNAL_DATA = "heliabuild_external_data"
+
+
+def external_data(owner: object) -> np.ndarray | None:
+    """The bytes a BufferT or OperatorT stored after the flatbuffer, if any."""
+    return getattr(owner, _EXTERNAL_DATA, None)
+
+
+@dataclass(eq=False)
+class Model:
+    """A TFLite model held as the schema's object tree.
+
+    `root` is the `ModelT` to read and edit. `name` names the model in
+    messages (its file name, or `<bytes>`). `source_sha256` is the SHA-256 of
+    the exact bytes it was read from, or None for a model built in memory.
+    """
+
+    root: schema.ModelT
+    name: str = "<memory>"
+    source_sha256: str | None = None
+
+    @property
+    def subgraphs(self) -> list[schema.SubGraphT]:
+        return self.root.subgraphs or []
+
+    @property
+    def buffers(self) -> list[schema.BufferT]:
+        if self.root.buffers is None:
+            self.root.buffers = []
+        return self.root.buffers
+
+    @property
+    def operator_codes(self) -> list[schema.OperatorCodeT]:
+        if self.root.operatorCodes is None:
+            self.root.operatorCodes = []
+        return self.root.operatorCodes
+
+    def buffer_data(self, index: int) -> np.ndarray | None:
+        """The bytes of buffer `index` wherever they are stored, or None when it is empty."""
+        buffer = self.buffers[index]
+        stored_outside = external_data(buffer)
+        if stored_outside is not None:
+            return stored_outside
+        if buffer.data is None or len(buffer.data) == 0:
+            return None
+        return np.asarray(buffer.data, dtype=np.uint8)
+
+
+class _BoundedBytes(bytearray):
+    """File bytes whose slices raise instead of silently stopping at the end.
+
+    The flatbuffers runtime reads strings by slicing; a slice past the end of
+    a truncated file would otherwise come back short without complaint.
+    """
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if isinstance(key, slice) and key.stop is not None and key.stop > len(self):
+            raise IndexError(f"read of bytes {key.start}..{key.stop} past the end ({len(self)})")
+        return super().__getitem__(key)
+
+
+def load_model(source: str | os.PathLike[str] | bytes | bytearray | memoryview | Model) -> Model:
+    """Read a TFLite model from a path or bytes; a Model is returned as it is."""
+    if isinstance(source, Model):
+        return source
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = _BoundedBytes(source)
+        return _parse(data, "<bytes>")
+    path = Path(source)
+    try:
+        size = path.stat().st_size
+        data = _BoundedBytes(size)
+        with open(path, "rb") as handle:
+            if handle.readinto(data) != size:
+                raise ModelError(f"{path}: the file changed size while it was read")
+    except OSError as error:
+        raise ModelError(f"{path}: cannot read the model: {error.strerror or error}") from None
+    return _parse(data, str(path))
+
+
+def _parse(data: _BoundedBytes, name: str) -> Model:
+    size = len(data)
+    if size < 8:
+        raise ModelError(f"{name}: not a TFLite model: {size} bytes is too short for a flatbuffer")
+    identifier = bytes(data[4:8])
+    if identifier != FILE_IDENTIFIER:
+        raise ModelError(f"{name}: not a TFLite model: file identifier is {identifier!r}, expected {FILE_IDENTIFIER!r}")
+    (root_offset,) = struct.unpack_from("<I", data, 0)
+    if root_offset + 4 > size:
+        raise ModelError(
+            f"{name}: corrupt flatbuffer: root table offset {root_offset} lies outside the {size}-byte file"
+        )
+    try:
+        root = schema.ModelT.InitFromPackedBuf(data, 0)
+    except (
+        struct.error,
+        IndexError,
+        ValueError,
+        TypeError,
+        OverflowError,
+        RecursionError,
+        UnicodeDecodeError,
+    ) as error:
+        raise ModelError(
+            f"{name}: corrupt or truncated flatbuffer: an offset lies outside the {size}-byte file ({error})"
+        ) from None
+    model = Model(root=root, name=name, source_sha256=sha256_bytes(data))
+    _resolve_external_data(model, data)
+    check_indices(model)
+    return model
+
+
+def _resolve_external_data(model: Model, data: _BoundedBytes) -> None:
+    size = len(data)
+    view = np.frombuffer(data, dtype=np.uint8)
+    for index, buffer in enumerate(model.buffers):
+        if buffer.offset >= _FIRST_VALID_EXTERNAL_OFFSET:
+            if buffer.offset + buffer.size > size:
+                raise ModelError(
+                    f"{model.name}: buffer {index} stores {buffer.size} bytes at offset {buffer.offset}, "
+                    f"outside the {size}-byte file"
+                )
+            setattr(buffer, _EXTERNAL_DATA, view[buffer.offset : buffer.offset + buffer.size])
+    for subgraph_index, subgraph in enumerate(model.subgraphs):
+        for op_index, op in enumerate(subgraph.operators or []):
+            if op.largeCustomOptionsOffset >= _FIRST_VALID_EXTERNAL_OFFSET:
+                start, length = op.largeCustomOptionsOffset, op.largeCustomOptionsSize
+                if start + length > size:
+                    raise ModelError(
+                        f"{model.name}: subgraph {subgraph_index} operator {op_index} stores {length} bytes "
+                        f"of custom options at offset {start}, outside the {size}-byte file"
+                    )
+                setattr(op, _EXTERNAL_DATA, view[start : start + length])
+
+
+def check_indices(model: Model) -> None:
+    """Raise ModelError unless every tensor, buffer, opcode and subgraph index is in range."""
+    name = model.name
+    if not model.subgraphs:
+        raise ModelError(f"{name}: the model has no subgraph")
+    n_buffers = len(model.buffers)
+    n_codes = len(model.operator_codes)
+    for s, subgraph in enumerate(model.subgraphs):
+        tensors = subgraph.tensors or []
+        n_tensors = len(tensors)
+        for t, tensor in enumerate(tensors):
+            if not 0 <= tensor.buffer < max(n_buffers, 1):
+                raise ModelError(
+                    f"{name}: subgraph {s} tensor {t} ({_text(tensor.name)!r}) refers to buffer "
+                    f"{tensor.buffer}, but the model has {n_buffers} buffers"
+                )
+        for role, indices in (("input", subgraph.inputs), ("output", subgraph.outputs)):
+            for value in _ints(indices):
+                if not 0 <= value < n_tensors:
+                    raise ModelError(
+                        f"{name}: subgraph {s} graph {role} refers to tensor {value}, "
+                        f"but the subgraph has {n_tensors} tensors"
+                    )
+        for o, op in enumerate(subgraph.operators or []):
+            if not 0 <= op.opcodeIndex < n_codes:
+                raise ModelError(
+                    f"{name}: subgraph {s} operator {o} uses opcode index {op.opcodeIndex}, "
+                    f"but the model has {n_codes} operator codes"
+                )
+            for role, indices in (("input", op.inputs), ("output", op.outputs), ("intermediate", op.intermediates)):
+                for value in _ints(indices):
+                    if not -1 <= value < n_tensors or (value == -1 and role != "input"):
+                        raise ModelError(
+                            f"{name}: subgraph {s} operator {o} {role} refers to tensor {value}, "
+                            f"but the subgraph has {n_tensors} tensors"
+                        )
+    for m, metadata in enumerate(model.root.metadata or []):
+        if not 0 <= metadata.buffer < n_buffers:
+            raise ModelError(
+                f"{name}: metadata {m} ({_text(metadata.name)!r}) refers to buffer {metadata.buffer}, "
+                f"but the model has {n_buffers} buffers"
+            )
+    for d, signature in enumerate(model.root.signatureDefs or []):
+        if not 0 <= signature.subgraphIndex < len(model.subgraphs):
+            raise ModelError(
+                f"{name}: signature def {d} refers to subgraph {signature.subgraphIndex}, "
+                f"but the model has {len(model.subgraphs)} subgraphs"
+            )
+        n_tensors = len(model.subgraphs[signature.subgraphIndex].tensors or [])
+        for entry in (signature.inputs or []) + (signature.outputs or []):
+            if not 0 <= entry.tensorIndex < n_tensors:
+                raise ModelError(
+                    f"{name}: signature def {d} entry {_text(entry.name)!r} refers to tensor "
+                    f"{entry.tensorIndex}, but subgraph {signature.subgraphIndex} has {n_tensors} tensors"
+                )
+
+
+def _ints(values: object) -> list[int]:
+    return [] if values is None else [int(v) for v in values]  # type: ignore[union-attr]
+
+
+def _text(value: str | bytes | None) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+
+
+def serialize(model: Model) -> bytearray:
+    """The model's bytes: a TFL3 flatbuffer, followed by external data if the source had any."""
+    check_indices(model)
+    aligned = _AlignedBufferPacking(model)
+    with aligned:
+        owners = _external_data_owners(model)
+        if not owners:
+            return _pack(model.root, aligned.payload_bytes)
+        return _pack_with_external_data(model, owners)
+
+
+def copy_model(model: Model) -> Model:
+    """A deep copy of the object tree that shares the (read-only) buffer payloads."""
+    memo: dict[int, object] = {}
+    for buffer in model.buffers:
+        for payload in (buffer.data, external_data(buffer)):
+            if isinstance(payload, np.ndarray):
+                memo[id(payload)] = payload
+    for subgraph in model.subgraphs:
+        for op in subgraph.operators or []:
+            payload = external_data(op)
+            if payload is not None:
+                memo[id(payload)] = payload
+    return Model(root=copy.deepcopy(model.root, memo), name=model.name, source_sha256=model.source_sha256)
+
+
+def save_model(model: Model, path: str | os.PathLike[str]) -> None:
+    """Write the model atomically to `path`."""
+    write_atomic(path, serialize(model))
+
+
+def model_sha256(source: str | os.PathLike[str] | bytes | bytearray | memoryview | Model) -> str:
+    """SHA-256 of the model's bytes: as read for a path, bytes or loaded model, as
+    serialized for a model built in memory."""
+    if isinstance(source, Model):
+        return source.source_sha256 or sha256_bytes(serialize(source))
+    if isinstance(source, bytes | bytearray | memoryview):
+        return sha256_bytes(source)
+    from heliabuild.files import sha256_file
+
+    try:
+        return sha256_file(source)
+    except OSError as error:
+        raise ModelError(f"{source}: cannot read the model: {error.strerror or error}") from None
+
+
+def _pack(root: schema.ModelT, payload_bytes: int) -> bytearray:
+    builder = flatbuffers.Builder(payload_bytes + (1 << 16))
+    builder.Finish(root.Pack(builder), file_identifier=FILE_IDENTIFIER)
+    return _finished_bytes(builder)
+
+
+def _finished_bytes(builder: flatbuffers.Builder) -> bytearray:
+    head = builder.Head()
+    if head == 0:
+        return builder.Bytes
+    # Drop the unused front of the builder without keeping two full copies.
+    data = builder.Bytes
+    del data[:head]
+    return data
+
+
+def _external_data_owners(model: Model) -> list[tuple[object, str, str, np.ndarray]]:
+    owners: list[tuple[object, str, str, np.ndarray]] = []
+    for buffer in model.buffers:
+        blob = external_data(buffer)
+        if blob is not None:
+            owners.append((buffer, "offset", "size", blob))
+    for subgraph in model.subgraphs:
+        for op in subgraph.operators or []:
+            blob = external_data(op)
+            if blob is not None:
+                owners.append((op, "largeCustomOptionsOffset", "largeCustomOptionsSize", blob))
+    return owners
+
+
+def _pack_with_external_data(model: Model, owners: list[tuple[object, str, str, np.ndarray]]) -> bytearray:
+    """Pack a model whose data lies after the flatbuffer, with offsets recomputed.
+
+    The flatbuffer is packed once with placeholder offsets to learn its size
+    (offset fields are fixed-width, so the real values do not change it), then
+    again with each blob placed at the next 16-byte boundary after it.
+    """
+    for owner, offset_field, size_field, blob in owners:
+        setattr(owner, offset_field, _FIRST_VALID_EXTERNAL_OFFSET)
+        setattr(owner, size_field, len(blob))
+    flat_size = len(_pack(model.root, 0))
+    layout: list[tuple[int, np.ndarray]] = []
+    position = flat_size
+    for owner, offset_field, _size_field, blob in owners:
+        position = _align(position, BUFFER_ALIGNMENT)
+        setattr(owner, offset_field, position)
+        layout.append((position, blob))
+        position += len(blob)
+    output = _pack(model.root, 0)
+    if len(output) != flat_size:
+        raise AssertionError("flatbuffer size changed between the two packing passes")
+    output.extend(bytes(position - flat_size))
+    for start, blob in layout:
+        output[start : start + len(blob)] = blob.tobytes()
+    return output
+
+
+def _align(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+class _AlignedBuffer(schema.BufferT):
+    """BufferT whose data vector is packed with the schema's 16-byte alignment."""
+
+    def Pack(self, builder: flatbuffers.Builder) -> int:
+        data_offset = None
+        if self.data is not None:
+            payload = np.ascontiguousarray(self.data, dtype=np.uint8)
+            builder.StartVector(1, payload.size, BUFFER_ALIGNMENT)
+            builder.head -= payload.size
+            builder.Bytes[builder.head : builder.head + payload.size] = payload.data
+            data_offset = builder.EndVector()
+        schema.BufferStart(builder)
+        if data_offset is not None:
+            schema.BufferAddData(builder, data_offset)
+        schema.BufferAddOffset(builder, self.offset)
+        schema.BufferAddSize(builder, self.size)
+        return schema.BufferEnd(builder)
+
+
+class _AlignedBufferPacking:
+    """Context in which the model's buffers pack with 16-byte alignment.
+
+    Inside it every BufferT of the model is an _AlignedBuffer; the classes are
+    restored on exit so callers keep plain schema objects.
+    """
+
+    def __init__(self, model: Model) -> None:
+        self._buffers = model.buffers
+        self._classes: list[type] = []
+        self.payload_bytes = 0
+
+    def __enter__(self) -> _AlignedBufferPacking:
+        for buffer in self._buffers:
+            self._classes.append(type(buffer))
+            if type(buffer) is schema.BufferT:
+                buffer.__class__ = _AlignedBuffer
+            if buffer.data is not None:
+                self.payload_bytes += len(buffer.data) + BUFFER_ALIGNMENT
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for buffer, cls in zip(self._buffers, self._classes, strict=True):
+            buffer.__class__ = cls
