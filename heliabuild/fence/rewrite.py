@@ -102,6 +102,11 @@ def rewrite_model_with_fences(model: ModelInput, config_or_after_ops: FenceConfi
     The caller asserts the positions apply to this model; use `fence_model`
     with a FencePlan to have them checked against the model first.
     """
+    if isinstance(config_or_after_ops, FencePlan):
+        raise FenceError(
+            "rewrite_model_with_fences takes positions, not a FencePlan: use fence_model(model, plan) to have "
+            "the plan checked against the model, or fence_config_for(plan) to drop its binding deliberately"
+        )
     after_ops = (
         config_or_after_ops.after_ops if isinstance(config_or_after_ops, FenceConfig) else tuple(config_or_after_ops)
     )

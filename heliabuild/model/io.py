@@ -32,6 +32,9 @@ FILE_IDENTIFIER = b"TFL3"
 BUFFER_ALIGNMENT = 16
 # Offsets of data stored after the flatbuffer are valid only above 1 (schema.fbs).
 _FIRST_VALID_EXTERNAL_OFFSET = 2
+# Generous bytes per tensor or operator table (with its name and vectors)
+# when sizing the flatbuffer builder up front.
+_TABLE_BYTES_ESTIMATE = 1024
 
 # Data that lay after the flatbuffer in the file hangs off the BufferT or
 # OperatorT that pointed at it under this attribute, and is written back the
@@ -245,8 +248,8 @@ def serialize(model: Model) -> bytearray:
     with aligned:
         owners = _external_data_owners(model)
         if not owners:
-            return _pack(model.root, aligned.payload_bytes)
-        return _pack_with_external_data(model, owners)
+            return _pack(model.root, aligned.estimated_size(model))
+        return _pack_with_external_data(model, owners, aligned.estimated_size(model))
 
 
 def copy_model(model: Model) -> Model:
@@ -284,8 +287,8 @@ def model_sha256(source: str | os.PathLike[str] | bytes | bytearray | memoryview
         raise ModelError(f"{source}: cannot read the model: {error.strerror or error}") from None
 
 
-def _pack(root: schema.ModelT, payload_bytes: int) -> bytearray:
-    builder = flatbuffers.Builder(payload_bytes + (1 << 16))
+def _pack(root: schema.ModelT, capacity: int) -> bytearray:
+    builder = flatbuffers.Builder(capacity)
     builder.Finish(root.Pack(builder), file_identifier=FILE_IDENTIFIER)
     return _finished_bytes(builder)
 
@@ -314,7 +317,9 @@ def _external_data_owners(model: Model) -> list[tuple[object, str, str, np.ndarr
     return owners
 
 
-def _pack_with_external_data(model: Model, owners: list[tuple[object, str, str, np.ndarray]]) -> bytearray:
+def _pack_with_external_data(
+    model: Model, owners: list[tuple[object, str, str, np.ndarray]], capacity: int
+) -> bytearray:
     """Pack a model whose data lies after the flatbuffer, with offsets recomputed.
 
     The flatbuffer is packed once with placeholder offsets to learn its size
@@ -324,7 +329,7 @@ def _pack_with_external_data(model: Model, owners: list[tuple[object, str, str, 
     for owner, offset_field, size_field, blob in owners:
         setattr(owner, offset_field, _FIRST_VALID_EXTERNAL_OFFSET)
         setattr(owner, size_field, len(blob))
-    flat_size = len(_pack(model.root, 0))
+    flat_size = len(_pack(model.root, capacity))
     layout: list[tuple[int, np.ndarray]] = []
     position = flat_size
     for owner, offset_field, _size_field, blob in owners:
@@ -332,7 +337,7 @@ def _pack_with_external_data(model: Model, owners: list[tuple[object, str, str, 
         setattr(owner, offset_field, position)
         layout.append((position, blob))
         position += len(blob)
-    output = _pack(model.root, 0)
+    output = _pack(model.root, capacity)
     if len(output) != flat_size:
         raise AssertionError("flatbuffer size changed between the two packing passes")
     output.extend(bytes(position - flat_size))
@@ -384,6 +389,11 @@ class _AlignedBufferPacking:
             if buffer.data is not None:
                 self.payload_bytes += len(buffer.data) + BUFFER_ALIGNMENT
         return self
+
+    def estimated_size(self, model: Model) -> int:
+        """Builder capacity that avoids regrowth (which would double the peak memory)."""
+        tables = sum(len(g.tensors or []) + len(g.operators or []) for g in model.subgraphs)
+        return self.payload_bytes + _TABLE_BYTES_ESTIMATE * tables + (1 << 16)
 
     def __exit__(self, *exc_info: object) -> None:
         for buffer, cls in zip(self._buffers, self._classes, strict=True):

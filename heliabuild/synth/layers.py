@@ -1,11 +1,11 @@
 """Int8 layers with calibrated quantization, emitted into a GraphBuilder.
 
 Int8Graph draws float weights from a seeded generator, quantizes them, and
-runs a small float calibration batch through every layer as it is added, so
-each activation's scale and zero point cover the values that layer really
-produces (on random inputs spanning the input range) instead of saturating.
-Calibration values are carried as int8 codes after every layer, as the int8
-runtime would see them. Names follow Keras/converter style: "conv2d_1/Relu",
+runs a small calibration batch (random int8 inputs over the whole input
+range) through every layer as it is added, so each activation's scale and
+zero point cover the values that layer really produces, with some headroom,
+instead of saturating. Calibration values are carried as int8 codes between
+layers, as the int8 runtime sees them. Names follow Keras/converter style: "conv2d_1/Relu",
 "conv2d_1/kernel", "add/add", "dense/BiasAdd".
 """
 
@@ -38,6 +38,9 @@ VERSIONS: dict[int, int] = {
     OP.SOFTMAX: 2,
 }
 SOFTMAX_QUANT = ActivationQuant(1.0 / 256.0, -128)
+# Calibrated ranges are widened by this factor: a small calibration batch
+# rarely sees the extremes of other inputs.
+HEADROOM = 1.25
 _PADDING = {"SAME": schema.Padding.SAME, "VALID": schema.Padding.VALID}
 
 
@@ -126,7 +129,10 @@ class Int8Graph:
         return QTensor(index, shape, quant, quant.quantize(real))
 
     def _calibrated(self, name: str, shape: tuple[int, ...], real: np.ndarray) -> QTensor:
-        quant = activation_quant(float(real.min()), float(real.max()))
+        low, high = float(real.min()), float(real.max())
+        if not (np.isfinite(low) and np.isfinite(high) and high - low < 1e30):
+            raise ValueError(f"{name}: calibration range [{low}, {high}] is out of bounds")
+        quant = activation_quant(low * HEADROOM, high * HEADROOM)
         return self._emit(name, shape, quant, real)
 
     def input(self, shape: tuple[int, ...], low: float = -1.0, high: float = 1.0, name: str = "input") -> QTensor:
@@ -153,16 +159,14 @@ class Int8Graph:
         q_w, w_scales = quantize_symmetric(weights, axis)
         q_b, b_scales = quantize_bias(bias, x.quant.scale, w_scales)
         zeros = np.zeros(w_scales.size, np.int64)
-        w_index = self.builder.constant(
-            f"{layer}/kernel", q_w, quantization_parameters(w_scales, zeros, axis or 0)
-        )
+        w_index = self.builder.constant(f"{layer}/kernel", q_w, quantization_parameters(w_scales, zeros, axis or 0))
         b_index = self.builder.constant(f"{layer}/bias", q_b, quantization_parameters(b_scales, zeros))
         accumulator_scale = np.float64(x.quant.scale) * w_scales.astype(np.float64)
         return w_index, b_index, q_w.astype(np.float64), q_b.astype(np.float64), accumulator_scale
 
-    def _he_normal(self, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+    def _he_normal(self, shape: tuple[int, ...], fan_in: int, gain: float = 1.0) -> np.ndarray:
         w = self.rng.standard_normal(shape, dtype=np.float32)
-        w *= np.float32(np.sqrt(2.0 / fan_in))
+        w *= np.float32(gain * np.sqrt(2.0 / fan_in))
         return w
 
     def conv2d(
@@ -173,8 +177,12 @@ class Int8Graph:
         stride: int = 1,
         padding: str = "SAME",
         relu: bool = True,
+        gain: float = 1.0,
     ) -> QTensor:
-        """CONV_2D with per-channel weights [O,KH,KW,I] and int32 bias."""
+        """CONV_2D with per-channel weights [O,KH,KW,I] and int32 bias.
+
+        Weights are He-normal times `gain` (below 1 keeps long residual chains bounded).
+        """
         _n, h, w, c = x.shape
         kh, kw = kernel
         shape = (1, _output_size(h, kh, stride, padding), _output_size(w, kw, stride, padding), filters)
@@ -182,7 +190,7 @@ class Int8Graph:
         if min(shape) < 1:
             raise ValueError(f"{layer}: kernel {kernel} stride {stride} does not fit input {x.shape}")
         fan_in = kh * kw * c
-        weights = self._he_normal((filters, kh, kw, c), fan_in)
+        weights = self._he_normal((filters, kh, kw, c), fan_in, gain)
         w_index, b_index, q_w, q_b, acc_scale = self._weights_and_bias(layer, weights, 0, x)
         windows = _windows(x.centred(), kernel, stride, padding)
         n, oh, ow = windows.shape[:3]

@@ -80,9 +80,12 @@ def quantize_symmetric(weights: np.ndarray, axis: int | None) -> tuple[np.ndarra
 
 
 def quantize_bias(bias: np.ndarray, input_scale: float, weight_scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Int32 bias with scale input_scale * weight_scale (per channel); returns (q, scales)."""
+    """Int32 bias with scale input_scale * weight_scale; returns (q, scales).
+
+    `weight_scales` has one entry per output channel or a single entry (per
+    tensor); the returned scales have the same length.
+    """
     scales = (np.float32(input_scale) * weight_scales.astype(np.float32)).astype(np.float32)
-    scales = np.broadcast_to(scales, bias.shape).astype(np.float32)
     q = np.clip(np.round(bias.astype(np.float64) / scales), -(2**31), 2**31 - 1).astype(np.int32)
     return q, scales
 

@@ -1,0 +1,18 @@
+"""SCons wiring of heliabuild: builders, emitters and signatures, nothing else.
+
+The library stages know nothing of SCons; this package only turns library
+calls into SCons builders, the way SCons's own Tool modules do. Load it with
+`env.Tool('heliabuild')` (the thin tool in site_scons/site_tools delegates
+here), which adds:
+
+- `HeliaSynth`: a deterministic synthetic model of a kind and seed
+  (heliabuild.synth), see heliabuild.scons.synth;
+- `HeliaFence`: a fenced model and its `<stem>.fenced_boundaries.json`
+  sidecar (heliabuild.fence), see heliabuild.scons.fence.
+
+docs/scons.md is the user documentation.
+"""
+
+from heliabuild.scons.tool import exists, generate
+
+__all__ = ["exists", "generate"]

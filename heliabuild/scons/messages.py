@@ -1,0 +1,95 @@
+"""What a heliabuild SCons stage prints, and how a failing stage reports itself.
+
+Every stage action prints one progress line, `heliabuild: <stage> <first
+target>`, through a COMSTR-style construction variable. A stage that fails on
+bad input (a HeliaError) prints one line, `heliabuild: error: <message>`
+(plus ` (hint: ...)` when the error has one), the same line the `heliabuild`
+command prints, removes whatever it may have left of its targets and returns
+exit status 2, so SCons stops with no Python traceback. A configuration
+mistake found while the SConscripts are read (a builder called with the wrong
+sources or variables) raises SCons's UserError instead, whose message names
+the SConscript line that made the call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+import SCons
+from SCons.Errors import UserError
+from SCons.Node import Node
+
+from heliabuild.errors import HeliaError
+
+EXIT_BAD_INPUT = 2
+"""The status a stage action returns for a HeliaError, as the CLI exits for bad input."""
+
+
+def stage_comstr(stage: str) -> str:
+    """The default progress line of `stage`: `heliabuild: <stage> $TARGET`."""
+    return f"heliabuild: {stage} $TARGET"
+
+
+def error_line(error: HeliaError, context: str | None = None) -> str:
+    """The one line that reports `error`: `heliabuild: error: <message>[ (<context>)][ (hint: <hint>)]`.
+
+    `context` names what the message itself cannot, such as the plan file a
+    binding error came from.
+    """
+    where = f" ({context})" if context else ""
+    hint = f" (hint: {error.hint})" if error.hint else ""
+    return f"heliabuild: error: {error.message}{where}{hint}"
+
+
+def stage_failed(error: HeliaError, targets: Sequence[object], context: str | None = None) -> int:
+    """Report `error` (see error_line) on stderr, remove any file of `targets`, return EXIT_BAD_INPUT.
+
+    The library already writes atomically (all outputs of a stage or none);
+    removing the targets here also covers a stage that failed after an
+    earlier, complete output was left in place, so a failed stage never
+    leaves a stale-but-plausible file for a later stage to pick up.
+    """
+    for target in targets:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(str(target))
+    print(error_line(error, context), file=sys.stderr, flush=True)
+    return EXIT_BAD_INPUT
+
+
+def node_path(node: Node) -> str:
+    """The path of `node` relative to the top-level SConstruct folder, as a user wrote or sees it.
+
+    A source file in a variant dir that is not duplicated is named by its
+    real place in the source tree; anything built is named by its build path.
+    """
+    shown = node if node.is_derived() else node.srcnode()
+    return shown.get_internal_path()
+
+
+_NOT_USER_CODE = (Path(SCons.__file__).parent, Path(__file__).parent)
+
+
+def _calling_sconscript_line() -> str | None:
+    """`<file>:<line>` of the innermost frame outside SCons and this wiring (the SConscript call), if any."""
+    for frame in reversed(traceback.extract_stack()):
+        path = Path(frame.filename)
+        if not any(path.is_relative_to(folder) for folder in _NOT_USER_CODE):
+            return f"{frame.filename}:{frame.lineno}"
+    return None
+
+
+def configuration_error(builder: str, target: Node | Sequence[Node], problem: str) -> UserError:
+    """A UserError for a builder call that cannot work.
+
+    Its message is `heliabuild: <builder> <target>: <problem> (called at <SConscript>:<line>)`.
+    """
+    targets = [target] if isinstance(target, Node) else list(target)
+    names = ", ".join(node_path(node) for node in targets)
+    where = _calling_sconscript_line()
+    called = f" (called at {where})" if where else ""
+    return UserError(f"heliabuild: {builder} {names}: {problem}{called}")

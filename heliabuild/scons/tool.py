@@ -1,0 +1,34 @@
+"""The heliabuild SCons tool: `generate(env)` and `exists(env)`.
+
+site_scons/site_tools/heliabuild.py delegates here, so `env.Tool('heliabuild')`
+(or `Environment(tools=['heliabuild'])`) adds the heliabuild builders and
+their construction variables to an environment.
+"""
+
+from __future__ import annotations
+
+from SCons.Environment import Base as Environment
+
+from heliabuild.scons import fence, synth
+
+BUILDERS = {
+    fence.BUILDER_NAME: fence.fence_builder,
+    synth.BUILDER_NAME: synth.synth_builder,
+}
+"""Builder name -> factory of every builder the tool adds."""
+
+
+def generate(env: Environment) -> None:
+    """Add the heliabuild builders to `env`, and set defaults for their construction variables.
+
+    Variables already set in `env` are kept (env.SetDefault). The decider is
+    not changed: heliabuild relies on SCons's default `content` decider, and
+    a build that switches to a timestamp decider gives up its guarantees.
+    """
+    env.SetDefault(**fence.DEFAULTS, **synth.DEFAULTS)
+    env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})
+
+
+def exists(env: Environment) -> bool:
+    """True: the tool needs only the heliabuild package, which is imported by now."""
+    return True
