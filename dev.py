@@ -33,7 +33,7 @@ def _requirements_digest() -> str:
 
 
 def ensure_venv() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py runs under whatever python3 the machine has
         sys.exit(f"dev.py: Python 3.11 or newer is needed, this is {sys.version.split()[0]}")
     if not _bin("python").exists():
         print("dev.py: creating .venv", flush=True)

@@ -25,9 +25,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _positions(text: str) -> list[int]:
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        positions = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of operator indices") from None
+    if not positions:
+        raise argparse.ArgumentTypeError("no operator index given; name at least one, e.g. 3,7")
+    return positions
 
 
 def _command_fence(args: argparse.Namespace) -> int:
@@ -47,7 +50,8 @@ def _command_verify(args: argparse.Namespace) -> int:
 
     violations = verify_fenced_model(args.fenced, sidecar=args.sidecar, source=args.source)
     if violations:
-        print(f"heliabuild: error: {args.fenced} breaks the fence contract in {len(violations)} places:", file=sys.stderr)
+        count = len(violations)
+        print(f"heliabuild: error: {args.fenced} breaks the fence contract in {count} places:", file=sys.stderr)
         for violation in violations:
             print(f"  {violation}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -112,6 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HeliaError as error:
         hint = f" (hint: {error.hint})" if error.hint else ""
         print(f"heliabuild: error: {error.message}{hint}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        # An output the user named cannot be written (a folder, no permission, disk full).
+        where = error.filename2 if error.filename2 is not None else error.filename
+        print(f"heliabuild: error: {where}: cannot write: {error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

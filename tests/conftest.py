@@ -6,17 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED_MODELS = REPO.parent / "shared" / "models"
-KWS = "kws_ref_model.tflite"
-RESNET = "pretrainedResnet_quant.tflite"
+from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
 
 
 @pytest.fixture(scope="session")
 def shared_models() -> Path:
     """The folder of real models beside the repository; tests using it skip where it is absent."""
-    if not (SHARED_MODELS / KWS).is_file() or not (SHARED_MODELS / RESNET).is_file():
+    if not shared_models_present():
         pytest.skip(f"real models not available: {SHARED_MODELS} is absent (a fresh clone has no ../shared/models)")
     return SHARED_MODELS
 
@@ -34,6 +30,34 @@ def resnet_path(shared_models: Path) -> Path:
 @pytest.fixture(params=[KWS, RESNET], ids=["kws", "resnet"])
 def shared_model_path(request: pytest.FixtureRequest, shared_models: Path) -> Path:
     return shared_models / request.param
+
+
+@pytest.fixture(scope="session")
+def synth_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The synthetic stand-ins of the real models, saved once: they work in a fresh clone."""
+    from heliabuild.model import save_model
+    from heliabuild.synth import chain_network, residual_network
+
+    folder = tmp_path_factory.mktemp("synth_models")
+    save_model(chain_network(0), folder / "synth_chain.tflite")
+    save_model(residual_network(0), folder / "synth_residual.tflite")
+    return folder
+
+
+@pytest.fixture(scope="session", params=["resnet", "synth-residual"])
+def residual_file(request: pytest.FixtureRequest, synth_models: Path) -> Path:
+    """A ResNet-8 topology file (16 ops, residual ADDs at 3, 7, 11): the real one or heliabuild.synth's."""
+    if request.param == "resnet":
+        return request.getfixturevalue("resnet_path")
+    return synth_models / "synth_residual.tflite"
+
+
+@pytest.fixture(scope="session", params=["kws", "synth-chain"])
+def chain_file(request: pytest.FixtureRequest, synth_models: Path) -> Path:
+    """A plain chain file (one live tensor at every cut): the real DS-CNN (13 ops) or heliabuild.synth's (9)."""
+    if request.param == "kws":
+        return request.getfixturevalue("kws_path")
+    return synth_models / "synth_chain.tflite"
 
 
 @dataclass

@@ -137,6 +137,8 @@ def _rewrite(model: Model, source_sha256: str, requested: Sequence[int]) -> Rewr
         intercepted_first[after_op] = _insert_fence(model, subgraph, after_op, opcode_index, names)
 
     fenced = serialize(model)
+    # The result describes its own bytes, not the source's it was loaded from.
+    model.source_sha256 = sha256_bytes(fenced)
     boundaries = FenceBoundaries(
         source_model=_display_name(model.name),
         source_sha256=source_sha256,
@@ -144,7 +146,7 @@ def _rewrite(model: Model, source_sha256: str, requested: Sequence[int]) -> Rewr
         num_segments=len(after_ops) + 1,
         boundary_after_ops=tuple(after_ops),
         segments=_segments(subgraph, after_ops, intercepted_first),
-        fenced_sha256=sha256_bytes(fenced),
+        fenced_sha256=model.source_sha256,
         contract_version=CONTRACT_VERSION,
         custom_code=CUSTOM_CODE,
     )

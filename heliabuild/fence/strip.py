@@ -49,6 +49,8 @@ def strip_fences(model: str | bytes | Model) -> Model:
 
     _drop_tensors(result, set(original_of))
     _drop_unused_opcodes(result, fence_codes)
+    if original_of or fence_codes:
+        result.source_sha256 = None  # edited: its hash is that of its serialized bytes now
     return result
 
 

@@ -100,7 +100,7 @@ def _check_fence(model: Model, subgraph: schema.SubGraphT, graph: Graph, positio
             found.append(f"{label}: output quantization is not a copy of the input's")
         if made.isVariable:
             found.append(f"{label}: output is a variable tensor; expected isVariable = false")
-        if model.buffer_data(made.buffer) is not None or (made.buffer != 0 and buffer_users[made.buffer] > 1):
+        if made.buffer == 0 or model.buffer_data(made.buffer) is not None or buffer_users[made.buffer] > 1:
             found.append(f"{label}: output must have a new empty buffer, found buffer {made.buffer}")
         producer = graph.producer.get(source)
         if producer is None or producer >= position:
@@ -147,6 +147,8 @@ def _check_sidecar(
     found: list[str] = []
     if sidecar.contract_version != CONTRACT_VERSION or sidecar.custom_code != CUSTOM_CODE:
         found.append(f"{where} is for contract {sidecar.contract_version} / {sidecar.custom_code!r}")
+    if sidecar.subgraph != 0:
+        found.append(f"{where} subgraph is {sidecar.subgraph}; fences are cut into subgraph 0 only")
     actual_sha = model_sha256(model)
     if sidecar.fenced_sha256 != actual_sha:
         found.append(f"{where} fenced_sha256 is {sidecar.fenced_sha256}, but the model's is {actual_sha}")
@@ -192,6 +194,14 @@ def _check_sidecar(
                 f"{label} fence_tensor_name {segment.fence_tensor_name!r} "
                 f"is not the first output {actual_pairs[0][1]!r}"
             )
+        if actual_pairs:
+            # The first intercepted tensor, followed back through earlier fences to the source's name.
+            intercepted = tensor_name(tensors[_originals(model, positions[number])[0]])
+            if segment.end_tensor_name != intercepted:
+                found.append(
+                    f"{label} end_tensor_name {segment.end_tensor_name!r} "
+                    f"is not the first intercepted tensor {intercepted!r}"
+                )
     return found
 
 

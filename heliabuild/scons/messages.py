@@ -3,9 +3,9 @@
 Every stage action prints one progress line, `heliabuild: <stage> <first
 target>`, through a COMSTR-style construction variable. A stage that fails on
 bad input (a HeliaError) prints one line, `heliabuild: error: <message>`
-(plus ` (hint: ...)` when the error has one), the same line the `heliabuild`
-command prints, removes whatever it may have left of its targets and returns
-exit status 2, so SCons stops with no Python traceback. A configuration
+(plus ` (hint: ...)` when the error has one), as the `heliabuild` command
+does, removes whatever may be left of its targets and returns exit status 2,
+so SCons stops with no Python traceback. A configuration
 mistake found while the SConscripts are read (a builder called with the wrong
 sources or variables) raises SCons's UserError instead, whose message names
 the SConscript line that made the call.
@@ -46,17 +46,17 @@ def error_line(error: HeliaError, context: str | None = None) -> str:
     return f"heliabuild: error: {error.message}{where}{hint}"
 
 
-def stage_failed(error: HeliaError, targets: Sequence[object], context: str | None = None) -> int:
+def stage_failed(error: HeliaError, targets: Sequence[Node], context: str | None = None) -> int:
     """Report `error` (see error_line) on stderr, remove any file of `targets`, return EXIT_BAD_INPUT.
 
-    The library already writes atomically (all outputs of a stage or none);
-    removing the targets here also covers a stage that failed after an
-    earlier, complete output was left in place, so a failed stage never
-    leaves a stale-but-plausible file for a later stage to pick up.
+    The library writes atomically (all outputs of a stage or none), and SCons
+    removes a target before rebuilding it unless it is Precious; removing the
+    targets here keeps the guarantee even then, so a failed stage never leaves
+    a stale-but-plausible file for a later stage to pick up.
     """
     for target in targets:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(str(target))
+            os.unlink(target.get_abspath())
     print(error_line(error, context), file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT
 

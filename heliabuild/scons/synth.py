@@ -1,10 +1,14 @@
 """The HeliaSynth builder: a deterministic synthetic model of a kind and seed.
 
-    env.HeliaSynth('kws_chain.tflite', [], HELIA_SYNTH_KIND='chain', HELIA_SYNTH_SEED=0)
+    env.HeliaSynth('kws_chain.tflite', HELIA_SYNTH_KIND='chain', HELIA_SYNTH_SEED=0)
 
 Contract:
 
-- No sources. The model is `heliabuild.synth.synthesize(HELIA_SYNTH_KIND,
+- One target and no sources. SCons reads a lone positional argument as
+  the source and derives the target from it; the emitter turns that back
+  into the target, so `env.HeliaSynth('x.tflite', ...)`,
+  `env.HeliaSynth('x.tflite', [], ...)` and `env.HeliaSynth(target='x.tflite', ...)`
+  all mean the same. The model is `heliabuild.synth.synthesize(HELIA_SYNTH_KIND,
   seed=HELIA_SYNTH_SEED)` written with `heliabuild.model.save_model`
   (atomically); the same kind and seed give a byte-identical file.
 - `HELIA_SYNTH_KIND` is required (a key of heliabuild.synth.KINDS);
@@ -43,7 +47,13 @@ DEFAULTS: dict[str, object] = {
 
 
 def synth_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
-    """Check the call (one target, no sources, a kind) and add the tool-version dependencies."""
+    """Check the call (one target, no sources, a kind) and add the tool-version dependencies.
+
+    A lone positional argument arrives as a source with the same node as
+    target (see the module docstring); it is dropped from the sources.
+    """
+    if len(source) == 1 and len(target) == 1 and source[0] is target[0]:
+        source = []
     if len(target) != 1:
         raise configuration_error(BUILDER_NAME, target, "give exactly one target, the model")
     if source:

@@ -74,7 +74,7 @@ class Net:
         shape: Sequence[int] = (1, 2, 2, 3),
         dtype: int = T.INT8,
         data: bytes | np.ndarray | None = None,
-        quant: schema.QuantizationParametersT | None | bool = True,
+        quant: schema.QuantizationParametersT | bool | None = True,
     ) -> int:
         tensor = schema.TensorT()
         tensor.name = name
@@ -155,7 +155,7 @@ def chain(
     n_ops: int = 4,
     dtype: int = T.INT8,
     shape: Sequence[int] = (1, 2, 2, 3),
-    quant: schema.QuantizationParametersT | None | bool = True,
+    quant: schema.QuantizationParametersT | bool | None = True,
 ) -> Net:
     """input -> op0 -> t0 -> op1 -> t1 ... -> output; each op is ADD(previous, constant c<i>)."""
     net = Net()
