@@ -30,3 +30,12 @@ class FenceBindingError(FenceError):
 
 class SchemaError(HeliaError):
     """A JSON document that does not validate against its heliabuild schema."""
+
+
+class FenceVerificationError(FenceError):
+    """A fenced model that breaks the contract; `violations` lists every finding."""
+
+    def __init__(self, violations: list[str]) -> None:
+        count = len(violations)
+        super().__init__(f"{count} contract violation{'s' if count != 1 else ''}: {violations[0]}" if count else "")
+        self.violations = list(violations)

@@ -131,7 +131,7 @@ def test_bound_plan_applies(resnet, bound_plan: FencePlan, residual_file: Path) 
     check_plan_binding(resnet, bound_plan)
     check_plan_binding(str(residual_file), bound_plan)
     result = fence_model(residual_file, bound_plan)
-    assert result.boundary_after_ops == (2, 7, 11)
+    assert result.boundary_after_ops == [2, 7, 11]
     assert result.fenced_bytes == rewrite_model_with_fences(residual_file, fence_config_for(bound_plan)).fenced_bytes
 
 
@@ -227,7 +227,7 @@ def test_plan_without_sha_is_bound_by_count_and_names_only(residual_file: Path, 
         check_plan_binding(other, bound_plan)
     unhashed = with_changes(bound_plan, model_sha256=None)
     check_plan_binding(other, unhashed)
-    assert fence_model(other, unhashed).boundary_after_ops == (2, 7, 11)
+    assert fence_model(other, unhashed).boundary_after_ops == [2, 7, 11]
     with pytest.raises(FenceBindingError, match="output_tensor_name"):
         check_plan_binding(other, with_changes(unhashed, fence=0, output_tensor_name="renamed"))
 
@@ -245,7 +245,7 @@ def test_unbound_positions_apply_to_any_model(chain_file: Path, bound_plan: Fenc
     with pytest.raises(FenceBindingError):
         fence_model(chain_file, plan)
     result = rewrite_model_with_fences(chain_file, fence_config_for(plan))
-    assert result.boundary_after_ops == (2, 5)
+    assert result.boundary_after_ops == [2, 5]
 
 
 def test_plan_bound_to_another_model_writes_nothing(

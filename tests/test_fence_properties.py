@@ -38,7 +38,7 @@ def fenced_cases(draw) -> tuple[int, bytes, list[int]]:
 def test_fenced_random_network_verifies(case) -> None:
     _, data, after_ops = case
     result = rewrite_model_with_fences(data, after_ops)
-    assert result.boundary_after_ops == tuple(sorted(after_ops))
+    assert result.boundary_after_ops == sorted(after_ops)
     assert result.num_segments == len(after_ops) + 1
     assert verify_fenced_model(result.fenced_bytes, sidecar=result.boundaries, source=data) == []
     fenced = load_model(bytes(result.fenced_bytes))

@@ -13,6 +13,7 @@ from helpers.tflite import OP, Net, chain_model, fence_positions, op_types, opco
 
 from heliabuild.errors import FenceError, SchemaError
 from heliabuild.fence import (
+    FenceVerificationError,
     load_sidecar,
     rewrite_model_with_fences,
     sidecar_path_for,
@@ -383,3 +384,14 @@ def test_verify_unknown_op_between_is_not_flagged() -> None:
     model.operator_codes.append(opcode(OP.CUSTOM, custom="ethos-u"))
     assert verify_fenced_model(model) == []
     assert differences(strip_fences(model).root, model.root) == []
+
+
+def test_strict_verification_raises_the_violations(fenced_resnet) -> None:
+    out, _ = fenced_resnet
+    edited = edit_model(out, lambda m: setattr(m.operator_codes[-1], "version", 2))
+    found = verify_fenced_model(edited)
+    with pytest.raises(FenceVerificationError) as raised:
+        verify_fenced_model(edited, strict=True)
+    assert raised.value.violations == found
+    assert found[0] in raised.value.message
+    assert verify_fenced_model(out, strict=True) == []

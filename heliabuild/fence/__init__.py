@@ -1,6 +1,6 @@
 """The ETHOS_U_STREAM_SPLIT fence, contract version 1 (the spec's `helia_npu.fencing`)."""
 
-from heliabuild.errors import FenceBindingError, FenceError
+from heliabuild.errors import FenceBindingError, FenceError, FenceVerificationError
 from heliabuild.fence.binding import check_plan_binding
 from heliabuild.fence.contract import CONTRACT_VERSION, CUSTOM_CODE
 from heliabuild.fence.plan import Fence, FenceConfig, FencePlan, fence_config_for, load_plan
@@ -18,6 +18,7 @@ __all__ = [
     "FenceConfig",
     "FenceError",
     "FencePlan",
+    "FenceVerificationError",
     "RewriteResult",
     "Segment",
     "TensorPair",

@@ -69,12 +69,12 @@ class RewriteResult:
         return self.boundaries.num_segments
 
     @property
-    def boundary_after_ops(self) -> tuple[int, ...]:
-        return self.boundaries.boundary_after_ops
+    def boundary_after_ops(self) -> list[int]:
+        return list(self.boundaries.boundary_after_ops)
 
     @property
-    def segments(self) -> tuple[Segment, ...]:
-        return self.boundaries.segments
+    def segments(self) -> list[Segment]:
+        return list(self.boundaries.segments)
 
     @property
     def contract_version(self) -> int:
@@ -196,9 +196,11 @@ def _insert_fence(model: Model, subgraph: schema.SubGraphT, after_op: int, opcod
     replacement = dict(zip(crossing, outputs, strict=True))
 
     operators = subgraph.operators
-    for op in operators[after_op + 1 :]:
-        op.inputs = [replacement.get(t, t) for t in indices(op.inputs)]
-    subgraph.outputs = [replacement.get(t, t) for t in indices(subgraph.outputs)]
+    readers = sorted({r for t in crossing for r in graph.consumers.get(t, ()) if r > after_op})
+    for reader in readers:
+        op = operators[reader]
+        op.inputs = np.array([replacement.get(t, t) for t in indices(op.inputs)], dtype=np.int32)
+    subgraph.outputs = np.array([replacement.get(t, t) for t in indices(subgraph.outputs)], dtype=np.int32)
     for signature in model.root.signatureDefs or []:
         if signature.subgraphIndex == 0:
             for entry in signature.outputs or []:
@@ -206,8 +208,8 @@ def _insert_fence(model: Model, subgraph: schema.SubGraphT, after_op: int, opcod
 
     fence = schema.OperatorT()
     fence.opcodeIndex = opcode_index
-    fence.inputs = list(crossing)
-    fence.outputs = outputs
+    fence.inputs = np.array(crossing, dtype=np.int32)
+    fence.outputs = np.array(outputs, dtype=np.int32)
     fence.builtinOptionsType = schema.BuiltinOptions.NONE
     operators.insert(after_op + 1, fence)
     return tensor_name(tensors[crossing[0]])

@@ -6,7 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from heliabuild.errors import FenceError
 from heliabuild.fence.contract import CONTRACT_VERSION, CUSTOM_CODE
@@ -21,9 +21,11 @@ def sidecar_path_for(fenced_model: str | os.PathLike[str]) -> Path:
     return path.with_name(path.stem + SIDECAR_SUFFIX)
 
 
-@dataclass(frozen=True)
-class TensorPair:
-    """One input/output pair of a fence, by tensor name in the final fenced graph."""
+class TensorPair(NamedTuple):
+    """One input/output pair of a fence, by tensor name in the final fenced graph.
+
+    A named tuple, so `pair.input`, `pair[0]` and `pair == (input, output)` all work.
+    """
 
     input: str
     output: str

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ai_edge_litert import schema_py_generated as schema
 
-from heliabuild.errors import FenceError, HeliaError
+from heliabuild.errors import FenceError, FenceVerificationError, HeliaError
 from heliabuild.fence.contract import (
     CONTRACT_VERSION,
     CUSTOM_CODE,
@@ -34,11 +34,26 @@ def verify_fenced_model(
     model: str | os.PathLike[str] | bytes | Model,
     sidecar: SidecarInput = None,
     source: str | os.PathLike[str] | bytes | Model | None = None,
+    *,
+    strict: bool = False,
 ) -> list[str]:
     """Check a fenced model, and optionally its sidecar and source; return the violations.
 
-    A model or sidecar that cannot be read at all raises HeliaError instead.
+    With `strict=True` a nonempty list is raised instead, as a
+    FenceVerificationError whose `violations` holds it. A model or sidecar
+    that cannot be read at all raises HeliaError either way.
     """
+    violations = _violations(model, sidecar, source)
+    if strict and violations:
+        raise FenceVerificationError(violations)
+    return violations
+
+
+def _violations(
+    model: str | os.PathLike[str] | bytes | Model,
+    sidecar: SidecarInput,
+    source: str | os.PathLike[str] | bytes | Model | None,
+) -> list[str]:
     fenced = load_model(model)
     violations: list[str] = []
     if len(fenced.subgraphs) != 1:
