@@ -39,3 +39,7 @@ class FenceVerificationError(FenceError):
         count = len(violations)
         super().__init__(f"{count} contract violation{'s' if count != 1 else ''}: {violations[0]}" if count else "")
         self.violations = list(violations)
+
+
+class VelaError(HeliaError):
+    """Vela refused or failed to compile a model; the message quotes Vela's own."""

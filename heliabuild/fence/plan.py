@@ -11,6 +11,7 @@ from typing import Any
 
 from heliabuild.errors import FenceError
 from heliabuild.fence.contract import CONTRACT_VERSION
+from heliabuild.fence.coverage import FenceCoverage
 from heliabuild.schema_files import validate
 
 
@@ -51,13 +52,16 @@ class FencePlan:
     """Fences bound to the model they were cut for.
 
     `model_sha256` is None for a plan cut without the model; such a plan is
-    bound by operator count and tensor names only.
+    bound by operator count and tensor names only. A cost-based plan also
+    records its `budget_cycles` and the `coverage` of Vela's estimate.
     """
 
     fences: tuple[Fence, ...]
     operator_count: int
     subgraph: int = 0
     model_sha256: str | None = None
+    budget_cycles: int | None = None
+    coverage: FenceCoverage | None = None
 
     @property
     def after_ops(self) -> list[int]:
@@ -70,6 +74,8 @@ class FencePlan:
             "subgraph": self.subgraph,
             "operator_count": self.operator_count,
             "fences": [fence.to_json() for fence in self.fences],
+            "budget_cycles": self.budget_cycles,
+            "coverage": None if self.coverage is None else self.coverage.to_json(),
         }
 
     @classmethod
@@ -80,6 +86,8 @@ class FencePlan:
             operator_count=document["operator_count"],
             subgraph=document["subgraph"],
             model_sha256=document.get("model_sha256"),
+            budget_cycles=document.get("budget_cycles"),
+            coverage=None if document.get("coverage") is None else FenceCoverage.from_json(document["coverage"]),
         )
 
 
