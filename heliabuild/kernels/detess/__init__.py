@@ -1,0 +1,1 @@
+"""Detess: MLA-tiled to linear or strided layout conversion (numpy reference and C)."""

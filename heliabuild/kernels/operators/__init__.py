@@ -1,0 +1,1 @@
+"""Reference semantics and admission checks of the AOT operator contracts."""
