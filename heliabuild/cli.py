@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -77,6 +78,108 @@ def _command_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of cycles") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of cycles")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction from 0 to 1")
+    return value
+
+
+def _vela_keywords(args: argparse.Namespace) -> dict[str, object]:
+    """The Vela options of the `vela` and `plan-fences` commands, as heliabuild.vela.compile keywords."""
+    return {
+        "accelerator": args.accelerator_config or VELA_DEFAULT_ACCELERATOR,
+        "system_config": args.system_config,
+        "memory_mode": args.memory_mode,
+        "config": args.config or (),
+        "optimise": args.optimise,
+    }
+
+
+def _print_vela_warnings(warnings: Sequence[str]) -> None:
+    """Vela's warnings (and heliabuild's about the command streams), each once, on stderr, without
+    Vela's leading `Warning: ` (as the SCons builders print them)."""
+    for text in dict.fromkeys(warning.removeprefix("Warning: ").strip() for warning in warnings):
+        print(f"heliabuild: vela warning: {text}", file=sys.stderr)
+
+
+def _command_vela(args: argparse.Namespace) -> int:
+    from heliabuild.vela import compile
+
+    result = compile(args.model, args.output, **_vela_keywords(args))
+    for path in (result.model, result.per_layer_csv, result.summary_csv, result.segments_json):
+        print(f"heliabuild: vela {path}")
+    _print_vela_warnings(result.warnings)
+    return 0
+
+
+_VELA_OPTIONS = ("accelerator_config", "system_config", "memory_mode", "config", "optimise")
+
+
+def _command_plan_fences(args: argparse.Namespace) -> int:
+    from heliabuild.fence import plan_fences
+    from heliabuild.files import write_json
+    from heliabuild.vela import compile
+
+    warnings: tuple[str, ...] = ()
+    if args.per_layer is not None:
+        given = [name for name in _VELA_OPTIONS if getattr(args, name) is not None]
+        if given:
+            option = "--" + given[0].replace("_", "-")
+            raise HeliaError(
+                f"{option} is not used with --per-layer: the per-layer CSV already holds Vela's estimate",
+                hint="Give either --per-layer or the Vela options, not both.",
+            )
+        plan = plan_fences(args.model, args.per_layer, args.budget_cycles, min_coverage=args.min_coverage)
+    else:
+        with tempfile.TemporaryDirectory(prefix="heliabuild-plan-fences-") as folder:
+            result = compile(args.model, folder, **_vela_keywords(args))
+            plan = plan_fences(args.model, result.per_layer_csv, args.budget_cycles, min_coverage=args.min_coverage)
+            warnings = result.warnings
+    write_json(args.output, plan.to_json())
+    coverage = plan.coverage
+    share = f", coverage {coverage.fraction:.2%}" if coverage is not None else ""
+    print(f"heliabuild: plan-fences {args.output}: {len(plan.fences)} fences, {len(plan.fences) + 1} segments{share}")
+    _print_vela_warnings(warnings)
+    return 0
+
+
+# heliabuild.vela's DEFAULT_ACCELERATOR and OPTIMISE_CHOICES, spelled out so that building the parser
+# does not import Vela's stage (tests check they agree).
+VELA_DEFAULT_ACCELERATOR = "ethos-u55-128"
+VELA_OPTIMISE_CHOICES = ("Size", "Performance")
+
+
+def _add_vela_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--accelerator-config",
+        help=f"the Ethos-U configuration, e.g. ethos-u85-256 (default {VELA_DEFAULT_ACCELERATOR})",
+    )
+    parser.add_argument("--system-config", help="a [System_Config.*] section (default: the one Vela picks)")
+    parser.add_argument("--memory-mode", help="a [Memory_Mode.*] section (default: the one Vela picks)")
+    parser.add_argument(
+        "--config",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="a Vela configuration .ini file (repeatable; needs --system-config and --memory-mode)",
+    )
+    parser.add_argument("--optimise", choices=VELA_OPTIMISE_CHOICES, help="Vela's optimisation goal (default: Vela's)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="heliabuild", description="Build TFLite models for Arm Ethos-U NPUs.")
     parser.add_argument("--version", action="version", version=f"heliabuild {__version__}")
@@ -106,6 +209,32 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("-o", "--output", type=Path, required=True)
     synth.add_argument("--seed", type=int, default=0)
     synth.set_defaults(run=_command_synth)
+
+    vela = commands.add_parser("vela", help="compile a model with Vela and estimate each fence segment")
+    vela.add_argument("model", type=Path, help="the .tflite model, fenced or not")
+    vela.add_argument("-o", "--output", type=Path, required=True, metavar="OUTDIR", help="the folder to write into")
+    _add_vela_options(vela)
+    vela.set_defaults(run=_command_vela)
+
+    plan = commands.add_parser("plan-fences", help="plan fences from Vela's estimate and a cycle budget")
+    plan.add_argument("model", type=Path, help="the unfenced .tflite model")
+    plan.add_argument("--budget-cycles", type=_positive_int, required=True, metavar="N", help="cycles per segment")
+    plan.add_argument(
+        "--min-coverage",
+        type=_fraction,
+        default=1.0,
+        metavar="F",
+        help="the share of Vela's cycles that must be attributed to operators (default 1.0)",
+    )
+    plan.add_argument(
+        "--per-layer",
+        type=Path,
+        metavar="CSV",
+        help="Vela's per-layer CSV of MODEL; without it, Vela runs on MODEL first (with the Vela options)",
+    )
+    _add_vela_options(plan)
+    plan.add_argument("-o", "--output", type=Path, required=True, metavar="PLAN.json", help="the fence plan to write")
+    plan.set_defaults(run=_command_plan_fences)
     return parser
 
 

@@ -43,3 +43,7 @@ class FenceVerificationError(FenceError):
 
 class VelaError(HeliaError):
     """Vela refused or failed to compile a model; the message quotes Vela's own."""
+
+
+class KernelError(HeliaError):
+    """A kernel request its contract does not admit, or a native kernel build that cannot run."""

@@ -4,6 +4,8 @@ Each test copies SConstruct, site_scons and examples/ into a temporary folder
 and runs the `scons` next to the interpreter (or `python -m SCons`) there, so
 nothing is written into the source tree and every build starts from a fresh
 clone's state. Every example's fenced model is `build/<example>/<example>_fenced.tflite`.
+The pipelines as a whole (Vela, plans, staleness, caching, interruption) are
+tested in tests/test_scons_pipeline.py, which reuses the helpers here.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ EXAMPLES = sorted(path.parent.name for path in (REPO / "examples").glob("*/SCons
 KWS = "kws_chain"
 RESNET = "resnet_residual"
 UP_TO_DATE = "scons: `fenced_model' is up to date."
+DEFAULT_UP_TO_DATE = "scons: `all' is up to date."
 
 
 def scons_command() -> list[str]:
@@ -86,9 +89,12 @@ def build_ok(project: Path, *arguments: str) -> subprocess.CompletedProcess[str]
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """A project copy after one `scons fenced_model`, and that run's result; tests must not change it."""
+    """A project copy after one `scons` (the default target: every pipeline), and that run's result.
+
+    Tests must not change it.
+    """
     project = copy_project(tmp_path_factory.mktemp("built") / "project")
-    return project, build_ok(project, "fenced_model")
+    return project, build_ok(project)
 
 
 def test_there_are_examples_to_build() -> None:
@@ -125,10 +131,10 @@ def test_second_run_is_up_to_date_and_prints_nothing_of_heliabuild(
     built: tuple[Path, subprocess.CompletedProcess[str]],
 ) -> None:
     project, _ = built
-    for arguments in (["fenced_model"], []):  # [] is the default target
+    for arguments, up_to_date in ((["fenced_model"], UP_TO_DATE), ([], DEFAULT_UP_TO_DATE)):  # [] is the default
         result = build_ok(project, *arguments)
         assert heliabuild_lines(result) == [], output_of(result)
-        assert UP_TO_DATE in result.stdout
+        assert up_to_date in result.stdout
 
 
 def test_tool_versions_are_dependencies_of_every_fenced_model(
@@ -140,15 +146,15 @@ def test_tool_versions_are_dependencies_of_every_fenced_model(
     assert f"ai-edge-litert=={version('ai-edge-litert')}" in tree
 
 
-def test_changing_helia_fences_rebuilds_only_that_example(tmp_path: Path) -> None:
+def test_changing_fences_rebuilds_only_that_example(tmp_path: Path) -> None:
     project = copy_project(tmp_path / "project")
     build_ok(project, "fenced_model")
     untouched = {e: fenced_outputs(project, e)[0].stat().st_mtime_ns for e in EXAMPLES if e != KWS}
 
     sconscript = project / "examples" / KWS / "SConscript"
     text = sconscript.read_text(encoding="utf-8")
-    assert "HELIA_FENCES=[3, 6]" in text
-    sconscript.write_text(text.replace("HELIA_FENCES=[3, 6]", "HELIA_FENCES=[2, 6]"), encoding="utf-8")
+    assert "fences=[3, 6]" in text
+    sconscript.write_text(text.replace("fences=[3, 6]", "fences=[2, 6]"), encoding="utf-8")
 
     result = build_ok(project, "fenced_model")
     assert heliabuild_lines(result) == [fence_line(KWS)]

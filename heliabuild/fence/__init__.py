@@ -1,39 +1,35 @@
-"""The ETHOS_U_STREAM_SPLIT fence, contract version 1 (the spec's `helia_npu.fencing`)."""
+"""The ETHOS_U_STREAM_SPLIT fence, contract version 1 (the spec's `helia_npu.fencing`).
 
-from heliabuild.errors import FenceBindingError, FenceError, FenceVerificationError
-from heliabuild.fence.binding import check_plan_binding
-from heliabuild.fence.contract import CONTRACT_VERSION, CUSTOM_CODE
-from heliabuild.fence.coverage import FenceCoverage, UnmatchedRow
-from heliabuild.fence.plan import Fence, FenceConfig, FencePlan, fence_config_for, load_plan
-from heliabuild.fence.planning import plan_fences
-from heliabuild.fence.rewrite import RewriteResult, fence_model, rewrite_model_with_fences
-from heliabuild.fence.sidecar import FenceBoundaries, Segment, TensorPair, load_sidecar, sidecar_path_for
-from heliabuild.fence.strip import strip_fences
-from heliabuild.fence.verify import verify_fenced_model
+Every public name is importable from here; each loads its module on first use.
+"""
 
-__all__ = [
-    "CONTRACT_VERSION",
-    "CUSTOM_CODE",
-    "Fence",
-    "FenceBindingError",
-    "FenceBoundaries",
-    "FenceConfig",
-    "FenceCoverage",
-    "FenceError",
-    "FencePlan",
-    "FenceVerificationError",
-    "RewriteResult",
-    "Segment",
-    "TensorPair",
-    "UnmatchedRow",
-    "check_plan_binding",
-    "fence_config_for",
-    "fence_model",
-    "load_plan",
-    "load_sidecar",
-    "plan_fences",
-    "rewrite_model_with_fences",
-    "sidecar_path_for",
-    "strip_fences",
-    "verify_fenced_model",
-]
+from heliabuild.lazy import lazy_exports
+
+_EXPORTS = {
+    "CONTRACT_VERSION": "heliabuild.fence.contract",
+    "CUSTOM_CODE": "heliabuild.fence.contract",
+    "Fence": "heliabuild.fence.plan",
+    "FenceBindingError": "heliabuild.errors",
+    "FenceBoundaries": "heliabuild.fence.sidecar",
+    "FenceConfig": "heliabuild.fence.plan",
+    "FenceCoverage": "heliabuild.fence.coverage",
+    "FenceError": "heliabuild.errors",
+    "FencePlan": "heliabuild.fence.plan",
+    "FenceVerificationError": "heliabuild.errors",
+    "RewriteResult": "heliabuild.fence.rewrite",
+    "Segment": "heliabuild.fence.sidecar",
+    "TensorPair": "heliabuild.fence.sidecar",
+    "UnmatchedRow": "heliabuild.fence.coverage",
+    "check_plan_binding": "heliabuild.fence.binding",
+    "fence_config_for": "heliabuild.fence.plan",
+    "fence_model": "heliabuild.fence.rewrite",
+    "load_plan": "heliabuild.fence.plan",
+    "load_sidecar": "heliabuild.fence.sidecar",
+    "plan_fences": "heliabuild.fence.planning",
+    "rewrite_model_with_fences": "heliabuild.fence.rewrite",
+    "sidecar_path_for": "heliabuild.fence.names",
+    "strip_fences": "heliabuild.fence.strip",
+    "verify_fenced_model": "heliabuild.fence.verify",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

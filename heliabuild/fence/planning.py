@@ -49,7 +49,7 @@ def plan_fences(
     subgraph = primary_subgraph(loaded)
     if isinstance(budget_cycles, bool) or not isinstance(budget_cycles, int) or budget_cycles <= 0:
         raise FenceError(f"{loaded.name}: budget_cycles is {budget_cycles!r}; expected a positive number of cycles")
-    if not 0.0 <= min_coverage <= 1.0:
+    if isinstance(min_coverage, bool) or not isinstance(min_coverage, int | float) or not 0 <= min_coverage <= 1:
         raise FenceError(f"{loaded.name}: min_coverage is {min_coverage!r}; expected a fraction from 0 to 1")
     if any(is_fence_name(loaded.operator_codes[op.opcodeIndex]) for op in subgraph.operators or []):
         raise FenceError(

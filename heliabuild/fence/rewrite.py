@@ -35,8 +35,9 @@ from heliabuild.fence.contract import (
     fence_opcode_index,
     new_fence_opcode,
 )
+from heliabuild.fence.names import sidecar_path_for
 from heliabuild.fence.plan import FenceConfig, FencePlan
-from heliabuild.fence.sidecar import FenceBoundaries, Segment, TensorPair, sidecar_path_for
+from heliabuild.fence.sidecar import FenceBoundaries, Segment, TensorPair
 from heliabuild.files import json_text, sha256_bytes, write_all_or_nothing
 from heliabuild.model.graph import Graph, indices, tensor_name
 from heliabuild.model.io import Model, copy_model, load_model, model_sha256, serialize

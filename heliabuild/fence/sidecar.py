@@ -12,14 +12,6 @@ from heliabuild.errors import FenceError
 from heliabuild.fence.contract import CONTRACT_VERSION, CUSTOM_CODE
 from heliabuild.schema_files import validate
 
-SIDECAR_SUFFIX = ".fenced_boundaries.json"
-
-
-def sidecar_path_for(fenced_model: str | os.PathLike[str]) -> Path:
-    """`<dir>/<stem>.fenced_boundaries.json` for the fenced model `<dir>/<stem>.tflite`."""
-    path = Path(fenced_model)
-    return path.with_name(path.stem + SIDECAR_SUFFIX)
-
 
 class TensorPair(NamedTuple):
     """One input/output pair of a fence, by tensor name in the final fenced graph.

@@ -8,7 +8,13 @@ here), which adds:
 - `HeliaSynth`: a deterministic synthetic model of a kind and seed
   (heliabuild.synth), see heliabuild.scons.synth;
 - `HeliaFence`: a fenced model and its `<stem>.fenced_boundaries.json`
-  sidecar (heliabuild.fence), see heliabuild.scons.fence.
+  sidecar (heliabuild.fence), see heliabuild.scons.fence;
+- `HeliaVela`: Vela's compiled model, per-layer and summary CSVs and
+  segments.json (heliabuild.vela), see heliabuild.scons.vela;
+- `HeliaFencePlan`: a cost-based fence plan from a model and Vela's
+  per-layer CSV of it (heliabuild.fence.plan_fences), see heliabuild.scons.plan;
+- the pseudo-builder `env.HeliaPipeline(name, model, ...)`, which chains the
+  stages and adds aliases, see heliabuild.scons.pipeline.
 
 docs/scons.md is the user documentation.
 """

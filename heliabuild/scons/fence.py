@@ -26,6 +26,7 @@ Contract:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from SCons.Action import Action
@@ -34,7 +35,8 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import FenceBindingError, HeliaError
-from heliabuild.fence import fence_model, load_plan, rewrite_model_with_fences, sidecar_path_for
+from heliabuild.fence.names import sidecar_path_for
+from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
 from heliabuild.scons.signatures import depend_on_tool_versions
 
@@ -124,6 +126,10 @@ def fence_action(target: list[Node], source: list[Node], env: Environment) -> in
     Returns 0, or EXIT_BAD_INPUT after printing one `heliabuild: error:`
     line for a HeliaError.
     """
+    # Imported here, not at module level: reading the SConscripts must not pay for numpy and the schema.
+    from heliabuild.fence import fence_model, load_plan, rewrite_model_with_fences
+
+    remove_leftovers(target)
     model = str(source[0])
     plan = str(source[1]) if len(source) > 1 else None
     try:
@@ -131,11 +137,13 @@ def fence_action(target: list[Node], source: list[Node], env: Environment) -> in
             result = fence_model(model, load_plan(plan))
         else:
             result = rewrite_model_with_fences(model, list(env.get(FENCES) or []))
-        result.save(str(target[0]))
+        sidecar = result.save(str(target[0]))
     except FenceBindingError as error:
         return stage_failed(error, target, context=f"fence plan {plan}" if plan is not None else None)
     except HeliaError as error:
         return stage_failed(error, target)
+    if os.path.abspath(sidecar) != target[1].get_abspath():
+        raise RuntimeError(f"{BUILDER_NAME}: the sidecar was written to {sidecar}, but the target is {target[1]}")
     return 0
 
 

@@ -5,7 +5,9 @@ target>`, through a COMSTR-style construction variable. A stage that fails on
 bad input (a HeliaError) prints one line, `heliabuild: error: <message>`
 (plus ` (hint: ...)` when the error has one), as the `heliabuild` command
 does, removes whatever may be left of its targets and returns exit status 2,
-so SCons stops with no Python traceback. A configuration
+so SCons stops with no Python traceback. A warning of a tool a stage ran
+(Vela's) is one line, `heliabuild: warning: <stage> <first target>: <text>`,
+printed once per SCons run however many targets raise it. A configuration
 mistake found while the SConscripts are read (a builder called with the wrong
 sources or variables) raises SCons's UserError instead, whose message names
 the SConscript line that made the call.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,6 +64,26 @@ def stage_failed(error: HeliaError, targets: Sequence[Node], context: str | None
     return EXIT_BAD_INPUT
 
 
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def stage_warnings(stage: str, target: Node, warnings: Sequence[str]) -> None:
+    """Print each of `warnings` on stderr as `heliabuild: warning: <stage> <target>: <text>`.
+
+    A warning already printed in this SCons run (by any target, in any
+    thread with `-j`) is not printed again: Vela's warnings about its own
+    defaults are the same for every model. A leading `Warning: ` is dropped.
+    """
+    for warning in warnings:
+        text = warning.removeprefix("Warning: ").strip()
+        with _warned_lock:
+            if text in _warned:
+                continue
+            _warned.add(text)
+        print(f"heliabuild: warning: {stage} {node_path(target)}: {text}", file=sys.stderr, flush=True)
+
+
 def node_path(node: Node) -> str:
     """The path of `node` relative to the top-level SConstruct folder, as a user wrote or sees it.
 
@@ -83,13 +106,17 @@ def _calling_sconscript_line() -> str | None:
     return None
 
 
-def configuration_error(builder: str, target: Node | Sequence[Node], problem: str) -> UserError:
+def configuration_error(builder: str, target: Node | Sequence[Node] | str, problem: str) -> UserError:
     """A UserError for a builder call that cannot work.
 
-    Its message is `heliabuild: <builder> <target>: <problem> (called at <SConscript>:<line>)`.
+    Its message is `heliabuild: <builder> <target>: <problem> (called at <SConscript>:<line>)`;
+    `target` is the node(s) of the call, or a name (such as a pipeline's).
     """
-    targets = [target] if isinstance(target, Node) else list(target)
-    names = ", ".join(node_path(node) for node in targets)
+    if isinstance(target, str):
+        names = target
+    else:
+        targets = [target] if isinstance(target, Node) else list(target)
+        names = ", ".join(node_path(node) for node in targets)
     where = _calling_sconscript_line()
     called = f" (called at {where})" if where else ""
     return UserError(f"heliabuild: {builder} {names}: {problem}{called}")

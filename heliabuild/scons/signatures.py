@@ -4,8 +4,14 @@ SCons decides what is stale from content signatures (the `content` decider)
 of every source, the action's own signature (its code plus the construction
 variables in its varlist, which hold the stage's options), and Value nodes
 for the version of every tool a stage runs. Upgrading heliabuild or
-ai-edge-litert therefore rebuilds every heliabuild target, and a target whose
+ai-edge-litert therefore rebuilds every heliabuild target, upgrading
+ethos-u-vela rebuilds the stages that run Vela's code, and a target whose
 new output is byte-identical stops the rebuild from going further down.
+
+The Vela version is the construction variable `HELIA_VELA_VERSION`, the
+recorded tool version, which defaults to the installed ethos-u-vela's; setting
+it to anything else (for example in a test, to simulate an upgrade) reruns
+every stage that depends on it.
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ from SCons.Node import Node
 
 import heliabuild
 
+VELA_DISTRIBUTION = "ethos-u-vela"
+VELA_VERSION = "HELIA_VELA_VERSION"
+"""The construction variable that holds the recorded ethos-u-vela version."""
+
 TOOL_DISTRIBUTIONS: tuple[str, ...] = ("ai-edge-litert",)
 """Distributions, besides heliabuild itself, whose code runs in every heliabuild stage."""
 
@@ -31,12 +41,17 @@ def tool_versions() -> tuple[tuple[str, str], ...]:
     stage itself will then fail with the import error that explains it).
     """
     versions = [("heliabuild", heliabuild.__version__)]
-    for name in TOOL_DISTRIBUTIONS:
-        try:
-            versions.append((name, version(name)))
-        except PackageNotFoundError:
-            versions.append((name, "not-installed"))
+    versions += [(name, installed_version(name)) for name in TOOL_DISTRIBUTIONS]
     return tuple(versions)
+
+
+@cache
+def installed_version(distribution: str) -> str:
+    """The installed version of `distribution`, or `not-installed`."""
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "not-installed"
 
 
 def tool_version_nodes(env: Environment) -> list[Node]:
@@ -44,6 +59,18 @@ def tool_version_nodes(env: Environment) -> list[Node]:
     return [env.Value(f"{name}=={number}") for name, number in tool_versions()]
 
 
-def depend_on_tool_versions(env: Environment, targets: Sequence[Node]) -> None:
-    """Make `targets` depend on the tool version Value nodes, so a tool upgrade rebuilds them."""
-    env.Depends(list(targets), tool_version_nodes(env))
+def vela_version_node(env: Environment) -> Node:
+    """The Value node `ethos-u-vela==<$HELIA_VELA_VERSION>`."""
+    return env.Value(f"{VELA_DISTRIBUTION}=={env.get(VELA_VERSION)}")
+
+
+def depend_on_tool_versions(env: Environment, targets: Sequence[Node], vela: bool = False) -> None:
+    """Make `targets` depend on the tool version Value nodes, so a tool upgrade rebuilds them.
+
+    With `vela`, for a stage that runs Vela's code, they also depend on
+    vela_version_node(env).
+    """
+    nodes = tool_version_nodes(env)
+    if vela:
+        nodes.append(vela_version_node(env))
+    env.Depends(list(targets), nodes)

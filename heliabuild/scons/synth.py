@@ -27,10 +27,9 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
-from heliabuild.model import save_model
+from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
 from heliabuild.scons.signatures import depend_on_tool_versions
-from heliabuild.synth import synthesize
 
 BUILDER_NAME = "HeliaSynth"
 KIND = "HELIA_SYNTH_KIND"
@@ -74,6 +73,11 @@ def synth_action(target: list[Node], source: list[Node], env: Environment) -> in
     Returns 0, or EXIT_BAD_INPUT after printing one `heliabuild: error:`
     line for a HeliaError.
     """
+    # Imported here, not at module level: reading the SConscripts must not pay for numpy and the schema.
+    from heliabuild.model import save_model
+    from heliabuild.synth import synthesize
+
+    remove_leftovers(target)
     try:
         save_model(synthesize(env[KIND], seed=env[SEED]), str(target[0]))
     except HeliaError as error:

@@ -9,24 +9,33 @@ from __future__ import annotations
 
 from SCons.Environment import Base as Environment
 
-from heliabuild.scons import fence, synth
+from heliabuild.scons import fence, pipeline, plan, synth, vela
 
 BUILDERS = {
     fence.BUILDER_NAME: fence.fence_builder,
+    plan.BUILDER_NAME: plan.plan_builder,
     synth.BUILDER_NAME: synth.synth_builder,
+    vela.BUILDER_NAME: vela.vela_builder,
 }
 """Builder name -> factory of every builder the tool adds."""
 
+METHODS = {
+    pipeline.METHOD_NAME: pipeline.helia_pipeline,
+}
+"""Method name -> function of every pseudo-builder the tool adds (env.AddMethod)."""
+
 
 def generate(env: Environment) -> None:
-    """Add the heliabuild builders to `env`, and set defaults for their construction variables.
+    """Add the heliabuild builders and pseudo-builders to `env`, and set defaults for their construction variables.
 
     Variables already set in `env` are kept (env.SetDefault). The decider is
     not changed: heliabuild relies on SCons's default `content` decider, and
     a build that switches to a timestamp decider gives up its guarantees.
     """
-    env.SetDefault(**fence.DEFAULTS, **synth.DEFAULTS)
+    env.SetDefault(**fence.DEFAULTS, **plan.DEFAULTS, **synth.DEFAULTS, **vela.DEFAULTS)
     env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})
+    for name, function in METHODS.items():
+        env.AddMethod(function, name)
 
 
 def exists(env: Environment) -> bool:

@@ -1,46 +1,35 @@
-"""The vela stage: run ethos-u-vela, read its CSVs, attribute rows to operators and segments."""
+"""The vela stage: run ethos-u-vela, read its CSVs, attribute rows to operators and segments.
 
-from heliabuild.errors import VelaError
-from heliabuild.vela.attribution import FenceCoverage, RowAttribution, attribute_rows, coverage_of
-from heliabuild.vela.per_layer import PerLayerRow, parse_per_layer, read_per_layer
-from heliabuild.vela.run import (
-    DEFAULT_ACCELERATOR,
-    VelaOptions,
-    VelaResult,
-    accelerators,
-    compile,
-    default_memory_mode,
-    default_system_config,
-    output_names,
-    vela_version,
-)
-from heliabuild.vela.segments import SegmentEstimate, SegmentsReport, estimate_segments
-from heliabuild.vela.streams import CommandStreams, command_streams
-from heliabuild.vela.summary import VelaSummary, read_summary
+Every public name is importable from here; each loads its module on first use.
+"""
 
-__all__ = [
-    "DEFAULT_ACCELERATOR",
-    "CommandStreams",
-    "FenceCoverage",
-    "PerLayerRow",
-    "RowAttribution",
-    "SegmentEstimate",
-    "SegmentsReport",
-    "VelaError",
-    "VelaOptions",
-    "VelaResult",
-    "VelaSummary",
-    "accelerators",
-    "attribute_rows",
-    "command_streams",
-    "compile",
-    "coverage_of",
-    "default_memory_mode",
-    "default_system_config",
-    "estimate_segments",
-    "output_names",
-    "parse_per_layer",
-    "read_per_layer",
-    "read_summary",
-    "vela_version",
-]
+from heliabuild.lazy import lazy_exports
+
+_EXPORTS = {
+    "DEFAULT_ACCELERATOR": "heliabuild.vela.names",
+    "CommandStreams": "heliabuild.vela.streams",
+    "FenceCoverage": "heliabuild.fence.coverage",
+    "PerLayerRow": "heliabuild.vela.per_layer",
+    "RowAttribution": "heliabuild.vela.attribution",
+    "SegmentEstimate": "heliabuild.vela.segments",
+    "SegmentsReport": "heliabuild.vela.segments",
+    "VelaError": "heliabuild.errors",
+    "VelaOptions": "heliabuild.vela.run",
+    "VelaResult": "heliabuild.vela.run",
+    "VelaSummary": "heliabuild.vela.summary",
+    "accelerators": "heliabuild.vela.run",
+    "attribute_rows": "heliabuild.vela.attribution",
+    "command_streams": "heliabuild.vela.streams",
+    "compile": "heliabuild.vela.run",
+    "coverage_of": "heliabuild.vela.attribution",
+    "default_memory_mode": "heliabuild.vela.names",
+    "default_system_config": "heliabuild.vela.names",
+    "estimate_segments": "heliabuild.vela.segments",
+    "output_names": "heliabuild.vela.names",
+    "parse_per_layer": "heliabuild.vela.per_layer",
+    "read_per_layer": "heliabuild.vela.per_layer",
+    "read_summary": "heliabuild.vela.summary",
+    "vela_version": "heliabuild.vela.run",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -18,7 +18,8 @@ tensor. A row is attributed by the first rule that applies:
    attributed row of the same `Original Operator` belongs to that row's
    operator. Vela for Ethos-U85 inserts such `MemoryCopy` rows, named
    `input_buffer_`, in front of an operator that reads a command stream's
-   input.
+   input; such a row skips rule 2 (`input_buffer_` is not `<T>_<suffix>`
+   even when the model has a tensor named `input`).
 
 Rows of ETHOS_U_STREAM_SPLIT fences (Vela leaves them on the CPU as
 `Custom`/`Passthrough`) are attributed to the fence. Everything else is
@@ -43,6 +44,8 @@ RULE_NAME = "name"
 RULE_NAME_PREFIX = "name_prefix"
 RULE_PRECEDING_COPY = "preceding_copy"
 RULE_FENCE = "fence"
+# The name Vela (Ethos-U85) gives the MemoryCopy it inserts in front of an operator reading a stream's input.
+VELA_COPY_NAME = "input_buffer_"
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def attribute_rows(model: Model, rows: Sequence[PerLayerRow]) -> list[RowAttribu
     last_position = 0
     for row in rows:
         op, rule = by_output.get(row.name), RULE_NAME
-        if op is None:
+        if op is None and not _is_vela_copy(row):
             op, rule = _by_prefix(row, touching, last_position), RULE_NAME_PREFIX
         if op is None:
             rule = None
@@ -162,6 +165,12 @@ def _operators(model: Model) -> list[_Operator]:
         )
         fences += is_fence
     return operators
+
+
+def _is_vela_copy(row: PerLayerRow) -> bool:
+    """A MemoryCopy Vela inserted under a fixed name: `input_buffer_` is no tensor's prefix even
+    when the model has a tensor named `input`, so only the preceding_copy rule applies."""
+    return row.nng_operator == "MemoryCopy" and row.name.startswith(VELA_COPY_NAME)
 
 
 def _by_prefix(row: PerLayerRow, touching: dict[str, list[_Operator]], last_position: int) -> _Operator | None:

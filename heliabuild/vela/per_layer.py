@@ -92,6 +92,8 @@ def read_per_layer(path: str | os.PathLike[str]) -> list[PerLayerRow]:
 
 def parse_per_layer(text: str, source: str = "per-layer CSV") -> list[PerLayerRow]:
     reader = csv.DictReader(io.StringIO(text))
+    # Vela ends every line; a file that stops inside a line was cut short (in the Name column, say).
+    cut_short = bool(text) and not text.endswith(("\n", "\r"))
     header = reader.fieldnames or []
     missing = [column for column in _COLUMNS if column not in header]
     if missing:
@@ -108,6 +110,9 @@ def parse_per_layer(text: str, source: str = "per-layer CSV") -> list[PerLayerRo
                 raise VelaError(f"{source}: row {number + 1} is cut short: no value for column {column!r}")
             values[field] = _integer(raw, source, number, column) if field in _INTEGER_FIELDS else raw
         rows.append(PerLayerRow(**values))
+    if cut_short:
+        where = f"row {len(rows)}" if rows else "the header"
+        raise VelaError(f"{source}: {where} is cut short: the file ends inside it, without a line end")
     return rows
 
 

@@ -9,6 +9,7 @@ output complete or absent, never cut off.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -22,16 +23,18 @@ from pathlib import Path
 
 from heliabuild.errors import HeliaError, VelaError
 from heliabuild.fence.contract import is_fence_name
-from heliabuild.fence.sidecar import load_sidecar, sidecar_path_for
+from heliabuild.fence.names import sidecar_path_for
+from heliabuild.fence.sidecar import load_sidecar
 from heliabuild.files import write_json
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, load_model, model_sha256
+from heliabuild.schema_files import validate
+from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_memory_mode, default_system_config, output_names
 from heliabuild.vela.per_layer import read_per_layer
 from heliabuild.vela.segments import SegmentsReport, estimate_segments, fence_after_ops
 from heliabuild.vela.streams import CommandStreams, command_streams
 from heliabuild.vela.summary import read_summary
 
-DEFAULT_ACCELERATOR = "ethos-u55-128"
 OPTIMISE_CHOICES = ("Size", "Performance")
 
 
@@ -46,22 +49,6 @@ def accelerators() -> tuple[str, ...]:
     from ethosu.vela.architecture_features import Accelerator
 
     return tuple(Accelerator.member_list())
-
-
-def default_system_config(accelerator: str) -> str:
-    """The system configuration Vela picks when none is given (Vela 4 and 5)."""
-    if accelerator.startswith("ethos-u85"):
-        return "Ethos_U85_SYS_DRAM_Mid"
-    if accelerator.startswith("ethos-u65"):
-        return "Ethos_U65_Client_Server"
-    return "Ethos_U55_High_End_Embedded"
-
-
-def default_memory_mode(accelerator: str) -> str:
-    """The memory mode Vela picks when none is given (Vela 4 and 5)."""
-    if accelerator.startswith(("ethos-u85", "ethos-u65")):
-        return "Dedicated_Sram_384KB"
-    return "Shared_Sram"
 
 
 @dataclass(frozen=True)
@@ -115,17 +102,6 @@ class VelaOptions:
         return [*arguments, *self.extra_args]
 
 
-def output_names(model: str | os.PathLike[str], system_config: str) -> dict[str, str]:
-    """The file names Vela and heliabuild write for `model` in the output folder."""
-    stem = Path(model).stem
-    return {
-        "model": f"{stem}_vela.tflite",
-        "per_layer": f"{stem}_per-layer.csv",
-        "summary": f"{stem}_summary_{system_config}.csv",
-        "segments": f"{stem}_segments.json",
-    }
-
-
 @dataclass(frozen=True)
 class VelaResult:
     """What one Vela run produced, with the per-segment estimates."""
@@ -164,7 +140,8 @@ def compile(
     `<stem>_summary_<system config>.csv` and `<stem>_segments.json`. A fenced
     model's sidecar, when it lies beside the model, must belong to it; its
     `source_sha256` is carried into segments.json. Raises VelaError quoting
-    Vela's message, with nothing written, when Vela fails.
+    Vela's message when Vela fails; then none of the four files is left in
+    `out_dir`, not even from an earlier run.
     """
     options = VelaOptions(
         accelerator=accelerator,
@@ -191,10 +168,17 @@ def compile(
                 found = sorted(p.name for p in work.iterdir())
                 raise VelaError(f"{source}: Vela did not write {names[role]} (it wrote {found})")
         report = _report(source, loaded, source_sha256, produced, options)
-        write_json(produced["segments"], report.to_json())
+        document = report.to_json()
+        validate(document, "segments", str(target / names["segments"]))
+        write_json(produced["segments"], document)
         warnings = _warnings(output, report, _fence_outputs(loaded))
         for role, name in names.items():
             os.replace(produced[role], target / name)
+    except HeliaError:
+        # A failed stage leaves no stale-but-plausible output from an earlier run behind.
+        for name in names.values():
+            (target / name).unlink(missing_ok=True)
+        raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return VelaResult(
@@ -228,7 +212,7 @@ def _source_sha256(model: Path, loaded: Model) -> str | None:
 
 def _remove_stale_work(folder: Path, stem: str) -> None:
     """Remove work folders a killed run of this model left behind."""
-    for stale in folder.glob(f".{stem}.vela-*"):
+    for stale in folder.glob(f".{glob.escape(stem)}.vela-*"):
         shutil.rmtree(stale, ignore_errors=True)
 
 

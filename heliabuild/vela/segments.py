@@ -61,11 +61,16 @@ class SegmentEstimate:
 
 @dataclass(frozen=True)
 class SegmentsReport:
-    """Everything `<stem>_segments.json` holds."""
+    """Everything `<stem>_segments.json` holds.
+
+    `source_sha256` is the unfenced source's hash: the sidecar's for a fenced
+    model, the model's own for an unfenced one, None for a fenced model
+    without its sidecar beside it.
+    """
 
     model: str
     model_sha256: str
-    source_sha256: str
+    source_sha256: str | None
     vela_version: str
     accelerator: str
     system_config: str

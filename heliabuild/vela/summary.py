@@ -71,6 +71,8 @@ def read_summary(path: str | os.PathLike[str]) -> VelaSummary:
 
 
 def parse_summary(text: str, source: str = "summary CSV") -> VelaSummary:
+    if text and not text.endswith(("\n", "\r")):
+        raise VelaError(f"{source}: the summary is cut short: the file ends inside a line, without a line end")
     rows = list(csv.DictReader(io.StringIO(text)))
     if len(rows) != 1:
         raise VelaError(f"{source}: a Vela summary CSV has one data row, this one has {len(rows)}")

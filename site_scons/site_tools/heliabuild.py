@@ -1,4 +1,4 @@
-"""SCons tool `heliabuild`: `env.Tool('heliabuild')` adds HeliaSynth and HeliaFence.
+"""SCons tool `heliabuild`: `env.Tool('heliabuild')` adds the heliabuild builders and HeliaPipeline.
 
 A thin shim: generate(env) and exists(env) delegate to the installed package's
 heliabuild.scons (see docs/scons.md).

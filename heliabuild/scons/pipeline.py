@@ -1,0 +1,289 @@
+"""The HeliaPipeline pseudo-builder: the stages of one model's pipeline, chained, with aliases.
+
+    env.HeliaPipeline('kws', model, fences=[3, 6])              # fence at positions, then Vela
+    env.HeliaPipeline('resnet', model, fences='fence_plan.json') # fence as a plan says, then Vela
+    env.HeliaPipeline('kws_budget', model, budget_cycles=30000)  # Vela, plan, fence, Vela
+    env.HeliaPipeline('plain', model)                            # Vela on the model itself
+
+Contract:
+
+- The stages are STAGES, in order; a pipeline has those whose `applies`
+  holds for its request, each fed by the ones before it:
+  - `vela-unfenced` (with `budget_cycles`): HeliaVela on the model, into
+    `<build_dir>/unfenced/`;
+  - `plan-fences` (with `budget_cycles`): HeliaFencePlan of the model and
+    that per-layer CSV, `<build_dir>/<name>_fence_plan.json`;
+  - `fence` (with `fences` or `budget_cycles`): HeliaFence, `<build_dir>/<name>_fenced.tflite`
+    and its sidecar, with `fences` as HELIA_FENCES (a list of ints) or as
+    the plan (a `.json` path or node), or with the plan of `plan-fences`;
+  - `vela`: HeliaVela on the fenced model (or, without a fence stage, on
+    the model itself), into `<build_dir>/`; the fenced model's sidecar is
+    an explicit dependency besides the scanner's.
+  A new stage (the AOT plan, the runner, the run) is one more row of STAGES.
+- Options: `accelerator`, `system_config`, `memory_mode` and `min_coverage`
+  set HELIA_VELA_ACCELERATOR, HELIA_VELA_SYSTEM_CONFIG,
+  HELIA_VELA_MEMORY_MODE and HELIA_MIN_COVERAGE for this pipeline; None
+  keeps the environment's value (by default 'ethos-u55-128', Vela's
+  defaults and 1.0). Any other keyword is a construction variable passed to
+  every stage's builder (e.g. `HELIA_VELA_CONFIG=['my.ini']`).
+- Aliases: `<name>` (every stage), `<name>-<stage>` (e.g. `kws-fence`,
+  `kws-vela`) and, for a pipeline with a fence stage, `fenced_model`
+  (every pipeline's fenced model and sidecar).
+- Returns a Pipeline: the nodes of each stage by name.
+- A call that cannot work (a bad name, fences given both ways, an empty
+  fence list, a pipeline name used twice) is a UserError naming the
+  SConscript line, as for the builders.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import SCons.Node.Alias
+from SCons.Environment import Base as Environment
+from SCons.Node import Node
+
+from heliabuild.scons import fence, plan, vela
+from heliabuild.scons.messages import configuration_error, node_path
+
+METHOD_NAME = "HeliaPipeline"
+FENCED_MODEL_ALIAS = "fenced_model"
+UNFENCED_FOLDER = "unfenced"
+FENCED_SUFFIX = "_fenced.tflite"
+PLAN_SUFFIX = "_fence_plan.json"
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+Fences = tuple[int, ...] | Node | None
+
+
+@dataclass(frozen=True)
+class PipelineRequest:
+    """What one HeliaPipeline call asks for, checked and resolved to nodes."""
+
+    name: str
+    model: Node
+    fences: Fences
+    budget_cycles: int | None
+    build_dir: Node
+    overrides: Mapping[str, object]
+
+
+Built = Mapping[str, list[Node]]
+"""The nodes of the stages built so far, by stage name."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A row of STAGES: whether a pipeline has the stage, and how to call its builder."""
+
+    name: str
+    applies: Callable[[PipelineRequest], bool]
+    build: Callable[[Environment, PipelineRequest, Built], list[Node]]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """What HeliaPipeline returns: the nodes of each stage it has, in stage order, and its alias.
+
+    `pipeline['vela']` is the list of a stage's nodes (its builder's
+    targets, in the builder's order); `'fence' in pipeline` says whether it
+    has the stage.
+    """
+
+    name: str
+    stages: Mapping[str, tuple[Node, ...]]
+    alias: Node
+
+    def __getitem__(self, stage: str) -> list[Node]:
+        return list(self.stages[stage])
+
+    def __contains__(self, stage: object) -> bool:
+        return stage in self.stages
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.stages)
+
+    @property
+    def nodes(self) -> list[Node]:
+        """Every node of every stage, in stage order."""
+        return [node for nodes in self.stages.values() for node in nodes]
+
+    @property
+    def fenced_model(self) -> Node | None:
+        """The fenced model, or None for a pipeline without a fence stage."""
+        return self.stages["fence"][0] if "fence" in self.stages else None
+
+    @property
+    def vela_model(self) -> Node:
+        """The model Vela compiled (the `vela` stage's first target)."""
+        return self.stages["vela"][0]
+
+
+def _has_budget(request: PipelineRequest) -> bool:
+    return request.budget_cycles is not None
+
+
+def _has_fences(request: PipelineRequest) -> bool:
+    return request.fences is not None or request.budget_cycles is not None
+
+
+def _always(request: PipelineRequest) -> bool:
+    return True
+
+
+def _vela_unfenced(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
+    folder = request.build_dir.Dir(UNFENCED_FOLDER)
+    return env.HeliaVela(folder.File(vela.vela_target_name(request.model.name)), request.model, **request.overrides)
+
+
+def _plan_fences(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
+    per_layer = built["vela-unfenced"][1]
+    return env.HeliaFencePlan(
+        request.build_dir.File(f"{request.name}{PLAN_SUFFIX}"),
+        [request.model, per_layer],
+        **{plan.BUDGET_CYCLES: request.budget_cycles, **request.overrides},
+    )
+
+
+def _fence(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
+    target = request.build_dir.File(f"{request.name}{FENCED_SUFFIX}")
+    fence_plan = built["plan-fences"][0] if "plan-fences" in built else request.fences
+    if isinstance(fence_plan, Node):
+        return env.HeliaFence(target, [request.model, fence_plan], **{fence.FENCES: [], **request.overrides})
+    return env.HeliaFence(target, request.model, **{fence.FENCES: list(fence_plan or ()), **request.overrides})
+
+
+def _vela(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
+    model = built["fence"][0] if "fence" in built else request.model
+    targets = env.HeliaVela(request.build_dir.File(vela.vela_target_name(model.name)), model, **request.overrides)
+    if "fence" in built:  # the scanner finds the sidecar too; explicit, it survives --implicit-deps-unchanged
+        env.Depends(targets, built["fence"][1])
+    return targets
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("vela-unfenced", _has_budget, _vela_unfenced),
+    Stage("plan-fences", _has_budget, _plan_fences),
+    Stage("fence", _has_fences, _fence),
+    Stage("vela", _always, _vela),
+)
+"""Every stage a pipeline can have, in build order."""
+
+_RESERVED = (fence.FENCES, plan.BUDGET_CYCLES)
+"""Variables a pipeline sets from its own arguments; passing them as keywords is refused."""
+
+
+def _model_node(env: Environment, name: str, model: object) -> Node:
+    items = env.Flatten([model])
+    if len(items) != 1 or not isinstance(items[0], str | Node):
+        raise configuration_error(METHOD_NAME, name, f"model is {model!r}; expected one .tflite path or node")
+    return env.File(items[0])
+
+
+def _fences(env: Environment, name: str, fences: object) -> Fences:
+    if fences is None:
+        return None
+    if isinstance(fences, list | tuple):
+        if not fences or not all(isinstance(f, int) and not isinstance(f, bool) for f in fences):
+            raise configuration_error(
+                METHOD_NAME, name, f"fences is {fences!r}; expected a non-empty list of operator indices, e.g. [3, 6]"
+            )
+        return tuple(fences)
+    if isinstance(fences, str | Node):
+        plan_node = env.File(fences)
+        if not plan_node.name.endswith(fence.PLAN_SUFFIX):
+            raise configuration_error(METHOD_NAME, name, f"fences is {node_path(plan_node)}; a fence plan is a .json")
+        return plan_node
+    raise configuration_error(
+        METHOD_NAME, name, f"fences is {fences!r}; expected a list of operator indices or a fence-plan .json path"
+    )
+
+
+def _request(
+    env: Environment,
+    name: object,
+    model: object,
+    fences: object,
+    budget_cycles: object,
+    build_dir: object,
+    overrides: dict[str, object],
+) -> PipelineRequest:
+    """Check a HeliaPipeline call and resolve its arguments to nodes; UserError for a call that cannot work."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise configuration_error(
+            METHOD_NAME, str(name), "a pipeline name is letters, digits, '_', '.', '+' and '-' (it names aliases)"
+        )
+    existing = SCons.Node.Alias.default_ans.lookup(name)
+    if existing is not None and existing.sources:
+        raise configuration_error(METHOD_NAME, name, f"the alias {name!r} exists already; give each pipeline its name")
+    reserved = sorted(set(overrides) & set(_RESERVED))
+    if reserved:
+        raise configuration_error(
+            METHOD_NAME, name, f"{', '.join(reserved)} cannot be given to a pipeline: use fences= or budget_cycles="
+        )
+    if fences is not None and budget_cycles is not None:
+        raise configuration_error(METHOD_NAME, name, "give fences or budget_cycles, not both")
+    if budget_cycles is not None and (
+        isinstance(budget_cycles, bool) or not isinstance(budget_cycles, int) or budget_cycles <= 0
+    ):
+        raise configuration_error(
+            METHOD_NAME, name, f"budget_cycles is {budget_cycles!r}; expected a positive number of cycles"
+        )
+    return PipelineRequest(
+        name=name,
+        model=_model_node(env, name, model),
+        fences=_fences(env, name, fences),
+        budget_cycles=budget_cycles,
+        build_dir=env.Dir(build_dir),
+        overrides=MappingProxyType(dict(overrides)),
+    )
+
+
+def helia_pipeline(
+    env: Environment,
+    name: str,
+    model: object,
+    fences: object = None,
+    budget_cycles: int | None = None,
+    accelerator: str | None = None,
+    system_config: str | None = None,
+    memory_mode: str | None = None,
+    min_coverage: float | None = None,
+    build_dir: object = ".",
+    **overrides: object,
+) -> Pipeline:
+    """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
+
+    `build_dir` is relative to the calling SConscript's folder (under a
+    variant dir, its build folder).
+    """
+    options = {
+        vela.ACCELERATOR: accelerator,
+        vela.SYSTEM_CONFIG: system_config,
+        vela.MEMORY_MODE: memory_mode,
+        plan.MIN_COVERAGE: min_coverage,
+    }
+    given = {key: value for key, value in options.items() if value is not None}
+    twice = sorted(set(given) & set(overrides))
+    if twice:
+        raise configuration_error(
+            METHOD_NAME, str(name), f"{', '.join(twice)} given both as an argument and as a construction variable"
+        )
+    request = _request(env, name, model, fences, budget_cycles, build_dir, {**given, **overrides})
+    built: dict[str, list[Node]] = {}
+    for stage in STAGES:
+        if stage.applies(request):
+            built[stage.name] = list(stage.build(env, request, built))
+    for stage_name, nodes in built.items():
+        env.Alias(f"{name}-{stage_name}", nodes)
+    alias = env.Alias(name, [node for nodes in built.values() for node in nodes])[0]
+    if "fence" in built:
+        env.Alias(FENCED_MODEL_ALIAS, built["fence"])
+    return Pipeline(
+        name=name,
+        stages=MappingProxyType({stage: tuple(nodes) for stage, nodes in built.items()}),
+        alias=alias,
+    )

@@ -1,0 +1,114 @@
+"""The HeliaFencePlan builder: a cost-based fence plan from a model and Vela's estimate of it.
+
+    env.HeliaFencePlan('x_fence_plan.json', ['x.tflite', 'unfenced/x_per-layer.csv'], HELIA_BUDGET_CYCLES=30000)
+
+Contract:
+
+- Sources: the unfenced `.tflite` model first, then Vela's per-layer CSV of
+  that very model (`<stem>_per-layer.csv`, the second target of HeliaVela).
+- Target: one fence-plan JSON (default `<model stem>_fence_plan.json` beside
+  the model), written by `heliabuild.fence.plan_fences` with
+  `heliabuild.files.write_json`; it is bound to the model (its SHA-256,
+  operator count, and each fence's tensor name and opcode) and records the
+  budget and the coverage of Vela's estimate. HeliaFence takes it as its
+  second source.
+- `HELIA_BUDGET_CYCLES` (a positive int, required) and `HELIA_MIN_COVERAGE`
+  (default 1.0, a fraction of Vela's cycles that must be attributed to
+  operators) are in the action's varlist.
+- Rebuilds when the model or CSV content, an option, the action's code, or
+  the heliabuild / ai-edge-litert version or the recorded Vela version
+  `HELIA_VELA_VERSION` change: attributing Vela's rows to operators reads
+  Vela's own operator table, so this stage runs Vela's code too.
+- Prints `$HELIA_FENCEPLANCOMSTR` (default `heliabuild: plan-fences $TARGET`).
+  A HeliaError (coverage below `HELIA_MIN_COVERAGE`, a fenced model, a CSV
+  that is not Vela's) stops the build with one `heliabuild: error: ...` line
+  and leaves no plan.
+"""
+
+from __future__ import annotations
+
+from SCons.Action import Action
+from SCons.Builder import Builder
+from SCons.Environment import Base as Environment
+from SCons.Node import Node
+
+from heliabuild.errors import HeliaError
+from heliabuild.files import write_json
+from heliabuild.scons.leftovers import remove_leftovers
+from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.signatures import depend_on_tool_versions
+
+BUILDER_NAME = "HeliaFencePlan"
+STAGE = "plan-fences"
+BUDGET_CYCLES = "HELIA_BUDGET_CYCLES"
+MIN_COVERAGE = "HELIA_MIN_COVERAGE"
+COMSTR = "HELIA_FENCEPLANCOMSTR"
+MODEL_SUFFIX = ".tflite"
+CSV_SUFFIX = ".csv"
+TARGET_SUFFIX = "_fence_plan.json"
+
+DEFAULTS: dict[str, object] = {
+    BUDGET_CYCLES: None,
+    MIN_COVERAGE: 1.0,
+    COMSTR: stage_comstr(STAGE),
+}
+"""Construction variables the tool sets with env.SetDefault."""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+    """Check the call (one target; the model, then the CSV; a budget) and add the tool-version dependencies."""
+    if len(target) != 1:
+        raise configuration_error(BUILDER_NAME, target, "give exactly one target, the fence plan")
+    plan = target[0]
+    names = [node.name for node in source]
+    if len(names) != 2 or not names[0].endswith(MODEL_SUFFIX) or not names[1].endswith(CSV_SUFFIX):
+        raise configuration_error(
+            BUILDER_NAME,
+            plan,
+            f"sources are {[node_path(s) for s in source]}; expected the unfenced {MODEL_SUFFIX} model, "
+            f"then Vela's per-layer {CSV_SUFFIX} of it",
+        )
+    budget = env.get(BUDGET_CYCLES)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise configuration_error(
+            BUILDER_NAME, plan, f"{BUDGET_CYCLES} is {budget!r}; expected a positive number of cycles, e.g. 30000"
+        )
+    coverage = env.get(MIN_COVERAGE)
+    if not _is_number(coverage) or not 0 <= coverage <= 1:
+        raise configuration_error(
+            BUILDER_NAME, plan, f"{MIN_COVERAGE} is {coverage!r}; expected a fraction from 0 to 1, e.g. 1.0"
+        )
+    depend_on_tool_versions(env, target, vela=True)
+    return target, source
+
+
+def plan_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Plan fences for `source[0]` from the CSV `source[1]` and write the plan to `target[0]`.
+
+    Returns 0, or EXIT_BAD_INPUT after printing one `heliabuild: error:`
+    line for a HeliaError.
+    """
+    # Imported here, not at module level: reading the SConscripts must not pay for numpy and the schema.
+    from heliabuild.fence import plan_fences
+
+    remove_leftovers(target)
+    try:
+        plan = plan_fences(str(source[0]), str(source[1]), env[BUDGET_CYCLES], float(env[MIN_COVERAGE]))
+        write_json(str(target[0]), plan.to_json())
+    except HeliaError as error:
+        return stage_failed(error, target)
+    return 0
+
+
+def plan_builder() -> Builder:
+    """A new HeliaFencePlan builder (see the module docstring for its contract)."""
+    return Builder(
+        action=Action(plan_action, cmdstr=f"${COMSTR}", varlist=[BUDGET_CYCLES, MIN_COVERAGE]),
+        emitter=plan_emitter,
+        suffix=TARGET_SUFFIX,
+        src_suffix=MODEL_SUFFIX,
+    )

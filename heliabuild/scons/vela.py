@@ -1,0 +1,217 @@
+"""The HeliaVela builder: Vela's four outputs from a model, fenced or not.
+
+    env.HeliaVela('build/x_fenced_vela.tflite', 'build/x_fenced.tflite')
+    env.HeliaVela('build/x_fenced.tflite', HELIA_VELA_ACCELERATOR='ethos-u85-256')
+
+Contract:
+
+- Source: one `.tflite` model, fenced or not. When it is fenced, its sidecar
+  `<stem>.fenced_boundaries.json` (when built or present) is an implicit
+  dependency found by the sidecar scanner (heliabuild.scons.scanners): Vela
+  checks it belongs to the model and carries its `source_sha256` along.
+- Targets, in this order, all in the folder of the target given:
+  `<stem>_vela.tflite`, `<stem>_per-layer.csv`, `<stem>_summary_<system
+  config>.csv` and `<stem>_segments.json` (heliabuild.vela.output_names).
+  Give the first one (or no target: it is then derived from the source, beside
+  it); the emitter adds the others, so `scons -c` removes all four. Vela
+  names its outputs after the model, so a first target of another name is a
+  configuration error.
+- Options come from construction variables (defaults in DEFAULTS):
+  `HELIA_VELA_ACCELERATOR`, `HELIA_VELA_SYSTEM_CONFIG`, `HELIA_VELA_MEMORY_MODE`,
+  `HELIA_VELA_CONFIG` (Vela .ini files, each also a dependency),
+  `HELIA_VELA_OPTIMISE` and `HELIA_VELA_EXTRA_ARGS`; None means Vela's
+  own default. All are in the action's varlist.
+- Rebuilds when the model's (or the sidecar's, or a config file's) content,
+  an option, the action's code, or the heliabuild / ai-edge-litert version or
+  the recorded Vela version `HELIA_VELA_VERSION` (Value dependencies) change.
+- Runs heliabuild.vela.compile, which works in a temporary folder and moves
+  each output into place, so an interrupted run leaves each target complete
+  or absent. Prints `$HELIA_VELACOMSTR` (default `heliabuild: vela $TARGET`)
+  and each of Vela's warnings once per SCons run (see
+  heliabuild.scons.messages.stage_warnings). A HeliaError (an unreadable
+  model, an unknown accelerator, a missing config file, Vela's own refusal)
+  stops the build with one `heliabuild: error: ...` line and leaves none of
+  the four targets behind.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from SCons.Action import Action
+from SCons.Builder import Builder
+from SCons.Environment import Base as Environment
+from SCons.Node import Node
+
+from heliabuild.errors import HeliaError
+from heliabuild.scons.leftovers import remove_leftovers
+from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
+from heliabuild.scons.scanners import sidecar_scanner
+from heliabuild.scons.signatures import VELA_DISTRIBUTION, VELA_VERSION, depend_on_tool_versions, installed_version
+from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_system_config, output_names
+
+BUILDER_NAME = "HeliaVela"
+STAGE = "vela"
+ACCELERATOR = "HELIA_VELA_ACCELERATOR"
+SYSTEM_CONFIG = "HELIA_VELA_SYSTEM_CONFIG"
+MEMORY_MODE = "HELIA_VELA_MEMORY_MODE"
+CONFIG = "HELIA_VELA_CONFIG"
+OPTIMISE = "HELIA_VELA_OPTIMISE"
+EXTRA_ARGS = "HELIA_VELA_EXTRA_ARGS"
+COMSTR = "HELIA_VELACOMSTR"
+MODEL_SUFFIX = ".tflite"
+TARGET_SUFFIX = "_vela.tflite"
+OPTIONS = (ACCELERATOR, SYSTEM_CONFIG, MEMORY_MODE, CONFIG, OPTIMISE, EXTRA_ARGS)
+"""The construction variables that hold Vela's options, in the action's varlist."""
+
+DEFAULTS: dict[str, object] = {
+    ACCELERATOR: DEFAULT_ACCELERATOR,
+    SYSTEM_CONFIG: None,
+    MEMORY_MODE: None,
+    CONFIG: [],
+    OPTIMISE: None,
+    EXTRA_ARGS: [],
+    VELA_VERSION: installed_version(VELA_DISTRIBUTION),  # what heliabuild.vela.vela_version() gives
+    COMSTR: stage_comstr(STAGE),
+}
+"""Construction variables the tool sets with env.SetDefault.
+
+`HELIA_VELA_VERSION` is the recorded Vela version, the installed
+ethos-u-vela's (heliabuild.vela.vela_version()); overriding it reruns Vela.
+"""
+
+_CONFIG_PATHS = "helia_vela_config"
+"""Attribute of the first target's `attributes`: the config files' paths, as the action passes them to Vela."""
+
+
+def _optional_text(env: Environment, name: str, target: Node) -> str | None:
+    value = env.get(name)
+    if value is None or isinstance(value, str):
+        return value or None
+    raise configuration_error(BUILDER_NAME, target, f"{name} is {value!r}; expected a string or None")
+
+
+def _text_list(env: Environment, name: str, target: Node, example: str) -> list[object]:
+    """The list or tuple `name` holds, as a list ([] for None); UserError for anything else, a string included."""
+    value = env.get(name)
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise configuration_error(BUILDER_NAME, target, f"{name} is {value!r}; expected a list, e.g. {name}={example}")
+
+
+def vela_options(env: Environment, target: Node) -> dict[str, object]:
+    """The keyword arguments of heliabuild.vela.compile the HELIA_VELA_* variables give, config files left out.
+
+    UserError when a variable has the wrong type; the values themselves
+    (an unknown accelerator, say) are checked by the library when Vela runs.
+    """
+    accelerator = env.get(ACCELERATOR)
+    if not isinstance(accelerator, str) or not accelerator:
+        raise configuration_error(
+            BUILDER_NAME, target, f"{ACCELERATOR} is {accelerator!r}; expected a name such as {DEFAULT_ACCELERATOR!r}"
+        )
+    extra = _text_list(env, EXTRA_ARGS, target, "['--verbose-weights']")
+    if not all(isinstance(argument, str) for argument in extra):
+        raise configuration_error(BUILDER_NAME, target, f"{EXTRA_ARGS} is {extra!r}; expected a list of strings")
+    return {
+        "accelerator": accelerator,
+        "system_config": _optional_text(env, SYSTEM_CONFIG, target),
+        "memory_mode": _optional_text(env, MEMORY_MODE, target),
+        "optimise": _optional_text(env, OPTIMISE, target),
+        "extra_args": tuple(extra),
+    }
+
+
+def config_nodes(env: Environment, target: Node) -> list[Node]:
+    """The File nodes of HELIA_VELA_CONFIG, resolved where the builder is called (a path or node, or a list)."""
+    value = env.get(CONFIG)
+    items = [value] if isinstance(value, str | Node) else _text_list(env, CONFIG, target, "['vela.ini']")
+    return [env.File(item) for item in items]
+
+
+def vela_target_name(model_name: str) -> str:
+    """The name of Vela's compiled model for a model named `model_name`: `<stem>_vela.tflite`."""
+    return output_names(model_name, default_system_config(DEFAULT_ACCELERATOR))["model"]
+
+
+def vela_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+    """Check the call and options, add the other three targets and the dependencies.
+
+    Returns `([compiled model, per-layer CSV, summary CSV, segments JSON], [model])`.
+    Config files that exist or are built become dependencies; the paths of
+    all of them go to the action (a missing one is then reported by Vela's
+    stage as a one-line error, not by SCons).
+    """
+    if len(target) != 1:
+        raise configuration_error(BUILDER_NAME, target, "give one target, the compiled model; the others are added")
+    compiled = target[0]
+    if len(source) != 1 or not source[0].name.endswith(MODEL_SUFFIX):
+        raise configuration_error(
+            BUILDER_NAME,
+            compiled,
+            f"sources are {[node_path(s) for s in source]}; expected one {MODEL_SUFFIX} model",
+        )
+    model = source[0]
+    options = vela_options(env, compiled)
+    accelerator = str(options["accelerator"])
+    names = output_names(model.name, options["system_config"] or default_system_config(accelerator))
+    if compiled.name != names["model"]:
+        raise configuration_error(
+            BUILDER_NAME,
+            compiled,
+            f"Vela names its compiled model {names['model']} after the source {model.name}; "
+            f"give that name (in any folder) or no target",
+        )
+    targets = [compiled.dir.File(name) for name in names.values()]
+    configs = config_nodes(env, compiled)
+    setattr(compiled.attributes, _CONFIG_PATHS, tuple(node_path(node) for node in configs))
+    present = [node for node in configs if node.has_builder() or node.srcnode().exists()]
+    if present:
+        env.Depends(targets, present)
+    depend_on_tool_versions(env, targets, vela=True)
+    return targets, [model]
+
+
+def vela_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Compile `source[0]` with Vela into the folder of `target[0]`: all four targets or none.
+
+    Returns 0, or EXIT_BAD_INPUT after printing one `heliabuild: error:`
+    line for a HeliaError.
+    """
+    # Imported here, not at module level: reading the SConscripts must not pay for numpy and the schema.
+    from heliabuild.vela import compile as vela_compile
+
+    remove_leftovers(target)
+    folder = os.path.dirname(str(target[0])) or os.curdir
+    config = getattr(target[0].attributes, _CONFIG_PATHS, ())
+    try:
+        result = vela_compile(str(source[0]), folder, config=config, **vela_options(env, target[0]))
+    except HeliaError as error:
+        return stage_failed(error, target)
+    written = [result.model, result.per_layer_csv, result.summary_csv, result.segments_json]
+    _check_written(target, written)
+    stage_warnings(STAGE, target[0], result.warnings)
+    return 0
+
+
+def _check_written(targets: Sequence[Node], written: Sequence[os.PathLike[str]]) -> None:
+    """Raise (an internal fault) when Vela's outputs are not the declared targets."""
+    expected = [os.path.normpath(node.get_abspath()) for node in targets]
+    actual = [os.path.normpath(os.path.abspath(path)) for path in written]
+    if expected != actual:
+        raise RuntimeError(f"{BUILDER_NAME}: Vela wrote {actual}, but the declared targets are {expected}")
+
+
+def vela_builder() -> Builder:
+    """A new HeliaVela builder (see the module docstring for its contract)."""
+    return Builder(
+        action=Action(vela_action, cmdstr=f"${COMSTR}", varlist=list(OPTIONS)),
+        emitter=vela_emitter,
+        source_scanner=sidecar_scanner(),
+        suffix=TARGET_SUFFIX,
+        src_suffix=MODEL_SUFFIX,
+        single_source=True,
+    )
