@@ -224,6 +224,8 @@ def _run_vela(model: Path, work: Path, options: VelaOptions) -> str:
     except OSError as error:
         raise VelaError(f"{model}: cannot start Vela: {error}") from None
     output = run.stdout + run.stderr
+    if run.returncode < 0:
+        raise VelaError(f"{model}: Vela was stopped by signal {-run.returncode} before it finished")
     if run.returncode != 0:
         raise VelaError(f"{model}: Vela failed: {_vela_message(output)}")
     return output
