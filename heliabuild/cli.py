@@ -157,6 +157,42 @@ def _command_plan_fences(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_aot_plan(args: argparse.Namespace) -> int:
+    from heliabuild.aot.platforms import platforms_table
+
+    if args.list_platforms:
+        names = ("model", "prefix", "platform", "config", "plan", "vela_per_layer", "output")
+        extra = [name for name in names if getattr(args, name) is not None]
+        if extra:
+            option = "MODEL" if extra[0] == "model" else "--" + extra[0].replace("_", "-")
+            raise HeliaError(f"--list-platforms takes no other argument (got {option})")
+        sys.stdout.write(platforms_table())
+        return 0
+    missing = [f"--{name}" for name in ("prefix", "platform") if getattr(args, name) is None]
+    if args.model is None:
+        missing.insert(0, "MODEL")
+    if args.output is None:
+        missing.append("-o OUTDIR")
+    if missing:
+        raise HeliaError(
+            f"aot-plan needs {', '.join(missing)}",
+            hint="heliabuild aot-plan MODEL --prefix P --platform NAME -o OUTDIR, or --list-platforms",
+        )
+
+    from heliabuild.aot.config import AotConfig, load_config
+    from heliabuild.aot.stage import write_plan
+
+    config = load_config(args.config) if args.config is not None else AotConfig()
+    if args.plan is not None:  # relative to the working directory, made absolute by the configuration
+        config = config.with_plan(args.plan)
+    outputs = write_plan(args.model, args.output, args.prefix, args.platform, config, args.vela_per_layer)
+    print(f"heliabuild: aot-plan {outputs.plan}")
+    print(f"heliabuild: aot-plan {outputs.report}")
+    for warning in dict.fromkeys(outputs.warnings):
+        print(f"heliabuild: aot-plan warning: {warning}", file=sys.stderr)
+    return 0
+
+
 # heliabuild.vela's DEFAULT_ACCELERATOR and OPTIMISE_CHOICES, spelled out so that building the parser
 # does not import Vela's stage (tests check they agree).
 VELA_DEFAULT_ACCELERATOR = "ethos-u55-128"
@@ -235,6 +271,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_vela_options(plan)
     plan.add_argument("-o", "--output", type=Path, required=True, metavar="PLAN.json", help="the fence plan to write")
     plan.set_defaults(run=_command_plan_fences)
+
+    aot = commands.add_parser(
+        "aot-plan", help="write the heliaAOT plan and report of a model for a platform (docs/aot-plan.md)"
+    )
+    aot.add_argument("model", type=Path, nargs="?", help="the .tflite model (normally Vela's output)")
+    aot.add_argument("--prefix", help="the module prefix, a C identifier; names <prefix>_plan.json and _report.json")
+    aot.add_argument("--platform", metavar="NAME", help="the target (see --list-platforms)")
+    aot.add_argument("--config", type=Path, metavar="FILE", help="a YAML or JSON configuration (docs/aot-plan.md)")
+    aot.add_argument(
+        "--plan",
+        type=Path,
+        metavar="INPUT_PLAN",
+        help="a plan to read as input (optimization.plan; relative to the working directory): its schedule is applied",
+    )
+    aot.add_argument("--vela-per-layer", type=Path, metavar="CSV", help="Vela's per-layer CSV of MODEL, for the report")
+    aot.add_argument("-o", "--output", type=Path, metavar="OUTDIR", help="the folder to write into")
+    aot.add_argument("--list-platforms", action="store_true", help="print the platform table and exit")
+    aot.set_defaults(run=_command_aot_plan)
     return parser
 
 

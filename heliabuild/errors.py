@@ -47,3 +47,38 @@ class VelaError(HeliaError):
 
 class KernelError(HeliaError):
     """A kernel request its contract does not admit, or a native kernel build that cannot run."""
+
+
+class ScheduleError(HeliaError):
+    """A transfer schedule the plan document's rules reject; `violations` lists every finding, each naming
+    the unit or tensor (heliabuild.aot.schedule.ScheduleViolation)."""
+
+    def __init__(self, message: str, hint: str | None = None, violations: list[object] | None = None) -> None:
+        super().__init__(message, hint)
+        self.violations = list(violations or [])
+
+
+class PlanReadError(HeliaError):
+    """An optimization plan or report this release cannot read: not JSON, another `schema_version`, a known
+    field of the wrong type, or (read as input, under `APPLIED`) an unknown field under `schedule`."""
+
+
+class PlanMismatchError(HeliaError):
+    """A plan read as input that does not describe the conversion the configuration produces.
+
+    `field` is the path of the first differing field (as in the plan, e.g. `tensors.2.residency`),
+    `plan_value` and `conversion_value` the two values (None also for "absent")."""
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        field: str = "",
+        plan_value: object = None,
+        conversion_value: object = None,
+    ) -> None:
+        super().__init__(message, hint)
+        self.field = field
+        self.plan_value = plan_value
+        self.conversion_value = conversion_value

@@ -390,9 +390,11 @@ def test_two_clean_builds_in_different_folders_are_byte_identical_and_clean_remo
     project = copy_project(tmp_path / "somewhere" / "else")
     result = build_ok(project, "-j2")
     assert stage_counts(result) == {"synth": 3, "fence": 3, "vela": 4, "plan-fences": 1}, output_of(result)
+    assert sum(line.startswith("heliabuild: aot-plan ") for line in heliabuild_lines(result)) == 3
     ours, theirs = snapshot(project / "build"), snapshot(reference / "build")
     assert sorted(ours) == sorted(theirs)
-    assert len(ours) == 3 * (1 + 2 + 4) + 4 + 1  # per example: model, fence, Vela; kws_budget: unfenced Vela, plan
+    # per example: model, fence (2), Vela (4), AOT plan and report (2); kws_budget also: unfenced Vela (4), plan (1)
+    assert len(ours) == 3 * (1 + 2 + 4 + 2) + 4 + 1
     different = [name for name in ours if ours[name] != theirs[name]]
     assert different == []
 

@@ -4,6 +4,7 @@
     env.HeliaPipeline('resnet', model, fences='fence_plan.json') # fence as a plan says, then Vela
     env.HeliaPipeline('kws_budget', model, budget_cycles=30000)  # Vela, plan, fence, Vela
     env.HeliaPipeline('plain', model)                            # Vela on the model itself
+    env.HeliaPipeline('kws', model, fences=[3, 6], platform='corstone300_ethos_u55', aot_config='aot.yaml')
 
 Contract:
 
@@ -18,13 +19,21 @@ Contract:
     the plan (a `.json` path or node), or with the plan of `plan-fences`;
   - `vela`: HeliaVela on the fenced model (or, without a fence stage, on
     the model itself), into `<build_dir>/`; the fenced model's sidecar is
-    an explicit dependency besides the scanner's.
-  A new stage (the AOT plan, the runner, the run) is one more row of STAGES.
+    an explicit dependency besides the scanner's;
+  - `aot-plan` (always): HeliaAotPlan of Vela's compiled model and its
+    per-layer CSV, `<build_dir>/<prefix>_plan.json` and `_report.json`.
+  A new stage (the runner, the run) is one more row of STAGES.
 - Options: `accelerator`, `system_config`, `memory_mode` and `min_coverage`
   set HELIA_VELA_ACCELERATOR, HELIA_VELA_SYSTEM_CONFIG,
   HELIA_VELA_MEMORY_MODE and HELIA_MIN_COVERAGE for this pipeline; None
   keeps the environment's value (by default 'ethos-u55-128', Vela's
-  defaults and 1.0). Any other keyword is a construction variable passed to
+  defaults and 1.0). `platform` and `aot_config` set HELIA_AOT_PLATFORM
+  (default 'corstone300_ethos_u55': Vela's output holds `ethos-u`
+  operators, which need a platform with an NPU) and HELIA_AOT_CONFIG (a
+  YAML/JSON file or a configuration mapping) the same way; `prefix` is the
+  module prefix (default: the pipeline name with every character that
+  cannot be in a C identifier replaced by `_`), which names the plan and
+  report. Any other keyword is a construction variable passed to
   every stage's builder (e.g. `HELIA_VELA_CONFIG=['my.ini']`).
 - Aliases: `<name>` (every stage), `<name>-<stage>` (e.g. `kws-fence`,
   `kws-vela`) and, for a pipeline with a fence stage, `fenced_model`
@@ -46,7 +55,7 @@ import SCons.Node.Alias
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.scons import fence, plan, vela
+from heliabuild.scons import aot, fence, plan, vela
 from heliabuild.scons.messages import configuration_error, node_path
 
 METHOD_NAME = "HeliaPipeline"
@@ -69,6 +78,7 @@ class PipelineRequest:
     budget_cycles: int | None
     build_dir: Node
     overrides: Mapping[str, object]
+    prefix: str = ""
 
 
 Built = Mapping[str, list[Node]]
@@ -121,6 +131,11 @@ class Pipeline:
         """The model Vela compiled (the `vela` stage's first target)."""
         return self.stages["vela"][0]
 
+    @property
+    def aot_plan(self) -> Node:
+        """The AOT plan, `<prefix>_plan.json` (the `aot-plan` stage's first target; the report is second)."""
+        return self.stages["aot-plan"][0]
+
 
 def _has_budget(request: PipelineRequest) -> bool:
     return request.budget_cycles is not None
@@ -164,11 +179,18 @@ def _vela(env: Environment, request: PipelineRequest, built: Built) -> list[Node
     return targets
 
 
+def _aot_plan(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
+    compiled, per_layer = built["vela"][0], built["vela"][1]
+    target = request.build_dir.File(f"{request.prefix}{aot.PLAN_SUFFIX}")
+    return env.HeliaAotPlan(target, [compiled, per_layer], **request.overrides)
+
+
 STAGES: tuple[Stage, ...] = (
     Stage("vela-unfenced", _has_budget, _vela_unfenced),
     Stage("plan-fences", _has_budget, _plan_fences),
     Stage("fence", _has_fences, _fence),
     Stage("vela", _always, _vela),
+    Stage("aot-plan", _always, _aot_plan),
 )
 """Every stage a pipeline can have, in build order."""
 
@@ -210,6 +232,7 @@ def _request(
     budget_cycles: object,
     build_dir: object,
     overrides: dict[str, object],
+    prefix: str = "",
 ) -> PipelineRequest:
     """Check a HeliaPipeline call and resolve its arguments to nodes; UserError for a call that cannot work."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -239,6 +262,7 @@ def _request(
         budget_cycles=budget_cycles,
         build_dir=env.Dir(build_dir),
         overrides=MappingProxyType(dict(overrides)),
+        prefix=prefix,
     )
 
 
@@ -253,6 +277,9 @@ def helia_pipeline(
     memory_mode: str | None = None,
     min_coverage: float | None = None,
     build_dir: object = ".",
+    platform: str | None = None,
+    prefix: str | None = None,
+    aot_config: object = None,
     **overrides: object,
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
@@ -265,6 +292,9 @@ def helia_pipeline(
         vela.SYSTEM_CONFIG: system_config,
         vela.MEMORY_MODE: memory_mode,
         plan.MIN_COVERAGE: min_coverage,
+        aot.PLATFORM: platform,
+        aot.PREFIX: prefix,
+        aot.CONFIG: aot_config,
     }
     given = {key: value for key, value in options.items() if value is not None}
     twice = sorted(set(given) & set(overrides))
@@ -272,7 +302,15 @@ def helia_pipeline(
         raise configuration_error(
             METHOD_NAME, str(name), f"{', '.join(twice)} given both as an argument and as a construction variable"
         )
-    request = _request(env, name, model, fences, budget_cycles, build_dir, {**given, **overrides})
+    module_prefix = given.get(aot.PREFIX, overrides.get(aot.PREFIX))
+    if module_prefix is None:
+        module_prefix = aot.prefix_of(str(name))
+    elif not isinstance(module_prefix, str) or not aot.is_c_identifier(module_prefix):
+        raise configuration_error(
+            METHOD_NAME, str(name), f"prefix is {module_prefix!r}; a module prefix is a C identifier, e.g. 'kws'"
+        )
+    given[aot.PREFIX] = module_prefix
+    request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
     built: dict[str, list[Node]] = {}
     for stage in STAGES:
         if stage.applies(request):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from SCons.Environment import Base as Environment
 
-from heliabuild.scons import fence, pipeline, plan, synth, vela
+from heliabuild.scons import aot, fence, pipeline, plan, synth, vela
 
 BUILDERS = {
+    aot.BUILDER_NAME: aot.aot_builder,
     fence.BUILDER_NAME: fence.fence_builder,
     plan.BUILDER_NAME: plan.plan_builder,
     synth.BUILDER_NAME: synth.synth_builder,
@@ -32,7 +33,7 @@ def generate(env: Environment) -> None:
     not changed: heliabuild relies on SCons's default `content` decider, and
     a build that switches to a timestamp decider gives up its guarantees.
     """
-    env.SetDefault(**fence.DEFAULTS, **plan.DEFAULTS, **synth.DEFAULTS, **vela.DEFAULTS)
+    env.SetDefault(**aot.DEFAULTS, **fence.DEFAULTS, **plan.DEFAULTS, **synth.DEFAULTS, **vela.DEFAULTS)
     env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})
     for name, function in METHODS.items():
         env.AddMethod(function, name)

@@ -8,8 +8,11 @@
  * is in cache. A tile's offset comes from closed-form span sums (only the
  * last tile on an axis can be short), so no per-tile table and no
  * tensor-sized intermediate exist. Channel-only inputs (D, H, W unmapped)
- * skip the spatial loops. The copy routine is chosen once per execution
- * (INT8 or BF16), and per tile between
+ * skip the spatial loops. Whole-pixel tiles (one channel tile, pixels back
+ * to back in the output: C3 images, Compact BF16 C1) are swept by output
+ * row across the W tiles instead, one bounded copy per tile row segment.
+ * Otherwise the copy routine is chosen once per execution (INT8 or BF16),
+ * and per tile between
  *   - contiguous runs: INT8 with unit channel stride, and Compact BF16 C1
  *     whose pixel is already the little-endian word; pixels, rows and slabs
  *     that are back to back on both sides merge into one run; runs are moved
@@ -705,6 +708,64 @@ static void bf16_tile(const uint8_t *src, uint8_t *dst, const helia_detess_plan 
 }
 
 /*
+ * Whole-pixel rows: one channel tile holding every channel, each pixel a contiguous run of `pixel` bytes
+ * in the tile and in the output, and pixels back to back in the output (W stride == pixel). Then a tile's
+ * pixel row is one run and the runs of consecutive W tiles are evenly spaced on both sides. Holds for INT8
+ * with unit (or irrelevant) channel stride and no channel padding, and for Compact BF16 C1.
+ */
+static size_t sweep_pixel_bytes(const helia_detess_plan *p)
+{
+    size_t pixel;
+    if (p->count[AXIS_C] != 1 || p->channel_only) {
+        return 0;
+    }
+    if (p->dtype == HELIA_DETESS_DTYPE_BF16) {
+        if (p->phys[1] != 1) {
+            return 0;
+        }
+        pixel = 2;
+    } else {
+        if (p->phys[1] != p->last[AXIS_C] || (p->out_stride[AXIS_C] != 1 && p->last[AXIS_C] != 1)) {
+            return 0;
+        }
+        pixel = p->last[AXIS_C];
+    }
+    return p->out_stride[AXIS_W] == pixel ? pixel : 0;
+}
+
+/*
+ * One outer slice of whole-pixel rows, swept in output order: for each output row of a tile row, the row
+ * segments of all its W tiles, so the output is written front to back (one store stream) while the
+ * tile row's input (a few hundred KB at most for realistic tiles) is revisited from cache.
+ */
+static void sweep_slice(const uint8_t *src, uint8_t *dst, const helia_detess_plan *p, size_t pixel)
+{
+    const size_t nd = p->count[AXIS_D], nh = p->count[AXIS_H], nw = p->count[AXIS_W];
+    const size_t sd = p->out_stride[AXIS_D], sh = p->out_stride[AXIS_H];
+    const size_t run = p->full[AXIS_W] * pixel, last_run = p->last[AXIS_W] * pixel;
+    const size_t dst_step = p->full[AXIS_W] * p->out_stride[AXIS_W];
+    size_t kd, kh, id, ih;
+    for (kd = 0; kd < nd; ++kd) {
+        const size_t ld = kd + 1 == nd, ad = ld ? p->last[AXIS_D] : p->full[AXIS_D];
+        for (kh = 0; kh < nh; ++kh) {
+            const size_t lh = kh + 1 == nh, ah = lh ? p->last[AXIS_H] : p->full[AXIS_H];
+            const size_t index = ((2 + ld) * 2 + lh) * 2; /* lc = 1: the only channel tile is the last */
+            const uint8_t *tiles = src + kd * p->slab[2] + kh * p->row[(2 + ld) * 2];
+            uint8_t *rows = dst + kd * p->full[AXIS_D] * sd + kh * p->full[AXIS_H] * sh;
+            for (id = 0; id < ad; ++id) {
+                for (ih = 0; ih < ah; ++ih) {
+                    const size_t pixel_row = id * ah + ih;
+                    uint8_t *out = rows + id * sd + ih * sh;
+                    copy_rows(out, dst_step, tiles + pixel_row * run, p->f[index], nw - 1, run);
+                    copy_bytes(out + (nw - 1) * dst_step, tiles + (nw - 1) * p->f[index] + pixel_row * last_run,
+                               last_run);
+                }
+            }
+        }
+    }
+}
+
+/*
  * One outer slice. Channel-only inputs walk the channel tiles (one pixel each). Otherwise the spatial
  * tiles are visited in D/H/W order and, for each, its channel tiles: the input is read as nc interleaved
  * forward streams, and each output pixel's channels are completed while its lines are still in cache.
@@ -754,7 +815,7 @@ helia_detess_status helia_detess_execute(const helia_detess_plan *plan, const he
     const uint8_t *src;
     uint8_t *dst;
     size_t index[HELIA_DETESS_MAX_RANK] = {0};
-    size_t slices = 1, s, offset = 0;
+    size_t slices = 1, s, offset = 0, sweep;
     int32_t k;
     uintptr_t in_start, out_start;
     tile_copy copy;
@@ -789,11 +850,16 @@ helia_detess_status helia_detess_execute(const helia_detess_plan *plan, const he
     src = (const uint8_t *)inputs[0].data;
     dst = (uint8_t *)outputs[0].data;
     copy = plan->dtype == HELIA_DETESS_DTYPE_BF16 ? bf16_tile : int8_tile;
+    sweep = sweep_pixel_bytes(plan);
     for (k = 0; k < plan->outer_rank; ++k) {
         slices *= plan->outer_extent[k];
     }
     for (s = 0; s < slices; ++s) {
-        run_slice(src + s * plan->slice_bytes, dst + offset, plan, copy);
+        if (sweep) {
+            sweep_slice(src + s * plan->slice_bytes, dst + offset, plan, sweep);
+        } else {
+            run_slice(src + s * plan->slice_bytes, dst + offset, plan, copy);
+        }
         for (k = plan->outer_rank; k-- > 0;) {
             offset += plan->outer_stride[k];
             if (++index[k] < plan->outer_extent[k]) {

@@ -94,7 +94,7 @@ class Plan:
         return count
 
 
-def _integer(value: Any) -> int | None:
+def integer_or_none(value: Any) -> int | None:
     """`value` as a Python int when it is an integer (bools excluded), else None."""
     if isinstance(value, bool):
         return None
@@ -104,7 +104,7 @@ def _integer(value: Any) -> int | None:
         return None
 
 
-def _integers(values: Any) -> list[int | None] | None:
+def integers_or_none(values: Any) -> list[int | None] | None:
     """Each entry of a sequence as an int (None where it is not one); None when `values` is not a sequence."""
     if isinstance(values, str | bytes):
         return None
@@ -113,7 +113,7 @@ def _integers(values: Any) -> list[int | None] | None:
             values = list(values)
         except TypeError:
             return None
-    return [_integer(v) for v in values]
+    return [integer_or_none(v) for v in values]
 
 
 def _layout_name(layout: Any) -> str:
@@ -178,7 +178,7 @@ def check_inference(request: Request) -> Plan | Error:
 
     shapes = []
     for where, spec in (("input 0", source), ("output 0", target)):
-        shape = _integers(spec.shape)
+        shape = integers_or_none(spec.shape)
         rank = -1 if shape is None else len(shape)
         if not 1 <= rank <= MAX_RANK:
             found = "not a sequence" if shape is None else f"rank {rank}"
@@ -211,7 +211,7 @@ def check_inference(request: Request) -> Plan | Error:
             "(MlaCBlocked is a different physical representation)",
         )
 
-    axes = _integers(layout.axes)
+    axes = integers_or_none(layout.axes)
     if axes is None or len(axes) != 4:
         return Error(ErrorCode.AXES, f"input 0 axes is {layout.axes!r}; expected four entries for D, H, W, C")
     for name, axis, given in zip(AXIS_NAMES, axes, list(layout.axes), strict=True):
@@ -226,7 +226,7 @@ def check_inference(request: Request) -> Plan | Error:
     if axes[C] == AXIS_UNMAPPED:
         return Error(ErrorCode.CHANNEL_AXIS, f"input 0 axes {axes} leave C unmapped; expected an explicit channel axis")
 
-    tile = _integers(layout.tile_shape)
+    tile = integers_or_none(layout.tile_shape)
     if tile is None or len(tile) != 4:
         return Error(
             ErrorCode.TILE_SHAPE, f"input 0 tile_shape is {layout.tile_shape!r}; expected four extents for D, H, W, C"
@@ -243,7 +243,7 @@ def check_inference(request: Request) -> Plan | Error:
 
     width = dtype.width
     if isinstance(target.layout, Strided):
-        strides = _integers(target.layout.strides)
+        strides = integers_or_none(target.layout.strides)
         if strides is None:
             return Error(ErrorCode.STRIDE_COUNT, f"output 0 strides is {target.layout.strides!r}; expected a sequence")
         refusal = check_strides(shape, strides, width, "output 0")  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from heliabuild.kernels.detess.admission import _integer, _integers
+from heliabuild.kernels.detess.admission import integer_or_none, integers_or_none
 from heliabuild.kernels.detess.bindings import as_binding
 from heliabuild.kernels.detess.linear import INT64_MAX
 from heliabuild.kernels.detess.request import MAX_RANK, MlaTiled, Request, Strided, TensorSpec
@@ -77,12 +77,12 @@ class CPlan:
 
 
 def _int32(value: Any, fallback: int) -> int:
-    number = _integer(value)
+    number = integer_or_none(value)
     return number if number is not None and -(2**31) <= number < 2**31 else fallback
 
 
 def _int64(value: Any, fallback: int) -> int:
-    number = _integer(value)
+    number = integer_or_none(value)
     return number if number is not None and _INT64_MIN <= number <= INT64_MAX else fallback
 
 
@@ -92,7 +92,7 @@ def _spec(spec: Any) -> TensorSpecC:
     if not isinstance(spec, TensorSpec):
         record.layout = _INVALID
         return record
-    shape = _integers(spec.shape)
+    shape = integers_or_none(spec.shape)
     record.rank = -1 if shape is None else min(len(shape), 2**31 - 1)
     for axis, extent in enumerate((shape or [])[:MAX_RANK]):
         record.shape[axis] = extent if extent is not None and 0 <= extent <= INT64_MAX else -1
@@ -102,7 +102,7 @@ def _spec(spec: Any) -> TensorSpecC:
         record.layout = LAYOUT_CONTIGUOUS
     elif isinstance(layout, Strided):
         record.layout = LAYOUT_STRIDED
-        strides = _integers(layout.strides) or []
+        strides = integers_or_none(layout.strides) or []
         if shape is not None and len(strides) != len(shape):
             raise _StrideCount
         for axis, stride in enumerate(strides[:MAX_RANK]):
@@ -112,11 +112,11 @@ def _spec(spec: Any) -> TensorSpecC:
     elif isinstance(layout, MlaTiled):
         record.layout = LAYOUT_MLA_TILED
         record.padding = _int32(layout.padding, _INVALID)
-        axes = _integers(layout.axes)
+        axes = integers_or_none(layout.axes)
         axes = axes if axes is not None and len(axes) == 4 else [-2] * 4
         for a, axis in enumerate(axes):
             record.axes[a] = _int32(axis, -2)
-        tile = _integers(layout.tile_shape)
+        tile = integers_or_none(layout.tile_shape)
         tile = tile if tile is not None and len(tile) == 4 else [0] * 4
         for a, extent in enumerate(tile):
             record.tile_shape[a] = extent if extent is not None and 1 <= extent <= INT64_MAX else 0
@@ -134,7 +134,7 @@ def _placeholder_strides(spec: Any) -> Any:
     """
     if not isinstance(spec, TensorSpec) or not isinstance(spec.layout, Strided):
         return spec
-    return TensorSpec(spec.shape, spec.dtype, Strided((0,) * len(_integers(spec.shape) or [])))
+    return TensorSpec(spec.shape, spec.dtype, Strided((0,) * len(integers_or_none(spec.shape) or [])))
 
 
 class _StrideCount(Exception):

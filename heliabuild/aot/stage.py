@@ -1,0 +1,111 @@
+"""The AOT plan stage as a file-level step: read a model and a configuration, write the plan and the report.
+
+    write_plan("build/kws_fenced_vela.tflite", "build", "kws", "corstone300_ethos_u55", "aot.yaml")
+
+writes `build/kws_plan.json` and `build/kws_report.json`: both validated
+against `schemas/plan-schema.json` and `schemas/report-schema.json` first,
+then written as canonical JSON (`heliabuild.files.json_text`), atomically and
+both or neither. A stage that fails on bad input (a HeliaError: an unreadable
+model or configuration, an unknown platform, refused operators, an input plan
+that does not describe this conversion) writes nothing and removes what an
+earlier run of the same stage left under those names, so no stale plan
+survives beside a model it does not describe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from heliabuild.aot.config import AotConfig, as_config
+from heliabuild.aot.platforms import Platform, get_platform
+from heliabuild.errors import HeliaError
+from heliabuild.files import json_text, write_all_or_nothing
+
+PLAN_SUFFIX = "_plan.json"
+REPORT_SUFFIX = "_report.json"
+PREFIX_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A module prefix is a C identifier: it prefixes the module's symbols."""
+
+
+class StageInputError(HeliaError):
+    """A stage argument that cannot work (a module prefix that is not a C identifier)."""
+
+
+def output_names(prefix: str) -> tuple[str, str]:
+    """The file names of the plan and the report of module `prefix`."""
+    return f"{prefix}{PLAN_SUFFIX}", f"{prefix}{REPORT_SUFFIX}"
+
+
+def check_prefix(prefix: str) -> str:
+    """`prefix` when it is a C identifier; StageInputError otherwise."""
+    if not isinstance(prefix, str) or not PREFIX_PATTERN.fullmatch(prefix):
+        raise StageInputError(
+            f"module prefix {prefix!r} is not a C identifier (letters, digits and '_', not starting with a digit)",
+            hint="it prefixes the module's symbols, e.g. kws",
+        )
+    return prefix
+
+
+@dataclass(frozen=True)
+class PlanOutputs:
+    """What write_plan wrote: the two files, and the warnings of the conversion (one sentence each)."""
+
+    plan: Path
+    report: Path
+    warnings: tuple[str, ...]
+
+
+def write_plan(
+    model_path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    prefix: str,
+    platform: str | Platform,
+    config: AotConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    vela_per_layer: str | os.PathLike[str] | None = None,
+) -> PlanOutputs:
+    """Plan `model_path` for `platform` and write `<out_dir>/<prefix>_plan.json` and `_report.json`.
+
+    `config` is an AotConfig, a configuration document, a YAML/JSON file or
+    None (the defaults); `vela_per_layer` Vela's per-layer CSV of the model,
+    for the report's measurements. Raises HeliaError for bad input, after
+    removing both outputs (a prefix that is not a C identifier names no
+    output, and is refused before anything else).
+    """
+    from heliabuild.aot.planner import make_plan
+    from heliabuild.aot.records import validate_plan_document, validate_report_document
+    from heliabuild.model import load_model
+
+    folder = Path(out_dir)
+    plan_name, report_name = output_names(check_prefix(prefix))
+    plan_path, report_path = folder / plan_name, folder / report_name
+    try:
+        resolved_platform = get_platform(platform)
+        resolved_config = as_config(config)
+        model = load_model(model_path)
+        result = make_plan(
+            model,
+            resolved_platform,
+            resolved_config,
+            module_prefix=prefix,
+            vela_per_layer=vela_per_layer,
+        )
+        validate_plan_document(result.plan, str(plan_path))
+        validate_report_document(result.report, str(report_path))
+        write_all_or_nothing(
+            {
+                plan_path: json_text(result.plan).encode("utf-8"),
+                report_path: json_text(result.report).encode("utf-8"),
+            }
+        )
+    except HeliaError:
+        for path in (plan_path, report_path):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                path.unlink()
+        raise
+    return PlanOutputs(plan=plan_path, report=report_path, warnings=result.warnings)
