@@ -13,6 +13,8 @@ here), which adds:
   segments.json (heliabuild.vela), see heliabuild.scons.vela;
 - `HeliaFencePlan`: a cost-based fence plan from a model and Vela's
   per-layer CSV of it (heliabuild.fence.plan_fences), see heliabuild.scons.plan;
+- `HeliaAotPlan`: the heliaAOT-format plan and report of a model for a
+  platform (heliabuild.aot), see heliabuild.scons.aot;
 - the pseudo-builder `env.HeliaPipeline(name, model, ...)`, which chains the
   stages and adds aliases, see heliabuild.scons.pipeline.
 
