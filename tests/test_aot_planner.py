@@ -22,14 +22,14 @@ from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
 from heliabuild.aot.admission import PlanRefusedError, operator_refusals
 from heliabuild.aot.config import AotConfig, ConfigError
 from heliabuild.aot.facts import storage_roots
-from heliabuild.aot.planner import constant_ids, make_plan, plan_model
+from heliabuild.aot.planner import PlanInputError, constant_ids, make_plan, plan_model
 from heliabuild.aot.platforms import Memory, Platform, Transfer, get_platform
 from heliabuild.aot.records import validate_plan_document, validate_report_document
 from heliabuild.errors import PlanMismatchError, ScheduleError
 from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.files import json_text
 from heliabuild.model import load_model, model_sha256, save_model, stable_operator_ids
-from heliabuild.synth import GraphBuilder, chain_network, residual_network, single_op_model
+from heliabuild.synth import GraphBuilder, chain_network, large_model, residual_network, single_op_model
 from heliabuild.vela import compile as vela_compile
 
 CORSTONE = "corstone300_ethos_u55"
@@ -476,3 +476,12 @@ def test_a_constant_a_command_stream_addresses_in_place_is_not_pinned(vela_model
     }
     assert len(result.warnings) == len(result.plan["tensors"])
     assert all("addresses it in place; it stays direct" in warning for warning in result.warnings)
+
+
+def test_constants_that_do_not_fit_their_memory_are_refused() -> None:
+    model = large_model(0)  # about 50 MB of weights; apollo510_evb stores constants in its 4 MB MRAM by default
+    with pytest.raises(PlanInputError, match=r"placed in MRAM need \d+ bytes, but apollo510_evb's MRAM holds 4128768"):
+        plan_model(model, APOLLO, AotConfig(), module_prefix="big")
+    in_psram = AotConfig(tensors=[{"pattern": "*", "memory": "PSRAM"}])
+    plan = plan_model(model, APOLLO, in_psram, module_prefix="big")[0]
+    assert {tensor["memory"] for tensor in plan["tensors"]} == {"PSRAM"}

@@ -61,6 +61,7 @@ from heliabuild.aot.schedule import (
     Schedule,
     ScheduleConstant,
     StreamPool,
+    align_up,
     derive,
     plan_schedule,
     schedule_warnings,
@@ -156,6 +157,7 @@ class _Conversion:
         operators = [self._operator(f) for f in self.facts]
         self.constants = self._constants()
         self.pool = self._pool()
+        self._check_capacity()
         self.engines = {(t.source, t.destination): t.engines for t in self.platform.transfers}
         schedule = plan_schedule(self._schedule_constants(), self.order, self.pool, self.engines)
         plan = self._document(operators, schedule)
@@ -326,6 +328,29 @@ class _Conversion:
                 )
             )
         return planned
+
+    def _check_capacity(self) -> None:
+        """Refuse a placement whose constants, pinned copies or stream pool do not fit their memories.
+
+        Each memory holds its stored constants laid out in `tensors[]` order at the
+        platform's alignment, the pinned copies made into it, and the stream pool.
+        """
+        needed: dict[str, int] = {}
+        for constant in self.constants:
+            size = align_up(constant.schedule.bytes, constant.schedule.alignment)
+            needed[constant.memory] = needed.get(constant.memory, 0) + size
+            if constant.pinned and constant.destination_memory is not None:
+                needed[constant.destination_memory] = needed.get(constant.destination_memory, 0) + size
+        if self.pool is not None:
+            needed[self.pool.memory] = needed.get(self.pool.memory, 0) + self.pool.bytes
+        for name, required in sorted(needed.items()):
+            memory = self.platform.memory(name)
+            if memory is not None and required > memory.bytes:
+                raise PlanInputError(
+                    f"{self.model.name}: the constants, pinned copies and stream pool placed in {name} need "
+                    f"{required} bytes, but {self.platform.name}'s {name} holds {memory.bytes}",
+                    hint="Store the constants in a larger memory (a memory.tensors rule), or shrink the stream pool.",
+                )
 
     def _schedule_constants(self) -> list[ScheduleConstant]:
         return [constant.schedule for constant in self.constants]
