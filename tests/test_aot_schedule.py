@@ -1,9 +1,11 @@
-"""The transfer schedule (heliabuild.aot.schedule): every rejection, derived fields, the planner, JSON, report facts."""
+"""The transfer schedule (heliabuild.aot.schedule): every rejection, derived fields, the planner, JSON (read by
+heliabuild.aot.records), report facts."""
 
 from __future__ import annotations
 
 import pytest
 
+from heliabuild.aot.records import APPLIED, dump_schedule, read_schedule
 from heliabuild.aot.schedule import (
     MAX_UNITS,
     RULES,
@@ -27,7 +29,7 @@ from heliabuild.aot.schedule import (
     tensor_placements,
     validate,
 )
-from heliabuild.errors import HeliaError, ScheduleError
+from heliabuild.errors import HeliaError, PlanReadError, ScheduleError
 
 OPS = OperatorOrder([f"0:op{i}" for i in range(6)])
 POOL = StreamPool("DTCM", 1024, 16)
@@ -544,7 +546,7 @@ DOC_SCHEDULE = {
 
 
 def test_the_documents_example_round_trips_and_validates() -> None:
-    schedule = Schedule.from_json(DOC_SCHEDULE)
+    schedule = read_schedule(DOC_SCHEDULE)
     assert schedule.to_json() == DOC_SCHEDULE
     constants = [const("conv2d_1/weights", 1152, (0,))]
     pool = StreamPool("DTCM", 65536, 16)
@@ -553,6 +555,7 @@ def test_the_documents_example_round_trips_and_validates() -> None:
     derived = derive(schedule, constants, operators, pool, ENGINES)
     assert (derived.units[0].wait_before, derived.units[0].last_reader) == ("0:conv2d_1/Relu", "0:conv2d_1/Relu")
     assert derived.to_json(operators) == DOC_SCHEDULE  # positions, as the plan writes them
+    assert dump_schedule(derived, operators) == DOC_SCHEDULE and dump_schedule(None) is None  # the one writer
     assert derived.to_json()["units"][0]["wait_before"] == "0:conv2d_1/Relu"
 
 
@@ -568,9 +571,11 @@ def test_input_only_units_read_with_derived_fields_unstated() -> None:
         "source": "plan",
         "units": [{"id": 0, "tensors": ["a"], "pool_offset": 0, "issue_after": None, "engine": "cpu"}],
     }
-    schedule = Schedule.from_json(document)
-    assert schedule.pool is None and schedule.units == (Unit(0, ("a",), 0, None, "cpu"),)
-    assert Schedule.from_json({"source": "none"}) == Schedule("none", None, ())
+    for context in (None, APPLIED):
+        schedule = read_schedule(document, context=context)
+        assert schedule.pool is None and schedule.units == (Unit(0, ("a",), 0, None, "cpu"),)
+        assert schedule.to_json() == document
+        assert read_schedule({"source": "none"}, context=context) == Schedule("none", None, ())
     assert "pool" not in Schedule("none", None).to_json()
 
 
@@ -583,50 +588,57 @@ def test_input_only_units_read_with_derived_fields_unstated() -> None:
     ],
 )
 def test_unknown_fields_under_schedule_are_rejected_naming_them(document: dict, where: str, field: str) -> None:
-    with pytest.raises(ScheduleError) as caught:
-        Schedule.from_json(document)
+    with pytest.raises(PlanReadError) as caught:
+        read_schedule(document, "<path>", APPLIED)
     assert caught.value.message == (
-        f"{where}: unknown field(s) ['{field}'] under schedule, which this release would have to apply."
+        f"optimization.plan <path> is not an optimization plan this release reads: {where}: unknown field(s) "
+        f"['{field}'] under schedule, which this release would have to apply."
     )
     assert caught.value.hint == UNKNOWN_FIELD_HINT
+    assert read_schedule(document, "<path>") == read_schedule(DOC_SCHEDULE)  # without APPLIED it is ignored
 
 
 @pytest.mark.parametrize(
     ("document", "message"),
     [
-        ({"units": []}, "schedule: missing required field 'source'"),
-        ({"source": 1}, "schedule.source: expected a string, found 1"),
-        ({"source": "plan", "units": {}}, "schedule.units: expected a list of units"),
-        ({"source": "plan", "units": [{"id": 0}]}, "schedule.units.0: missing required field 'tensors'"),
+        ({"units": []}, "schedule: missing field 'source'."),
+        ({"source": 1}, "schedule.source: expected a string, found 1."),
+        ({"source": "plan", "units": {}}, "schedule.units: expected an array, found {}."),
+        ({"source": "plan", "units": [{"id": 0}]}, "schedule.units.0: missing field 'tensors'."),
         (
             {"source": "plan", "units": [{"id": 0, "tensors": ["a"], "pool_offset": 0, "engine": "cpu"}]},
-            "schedule.units.0: missing required field 'issue_after'",
+            "schedule.units.0: missing field 'issue_after'.",
         ),
         (
             {
                 "source": "plan",
                 "units": [{"id": True, "tensors": ["a"], "pool_offset": 0, "issue_after": None, "engine": "cpu"}],
             },
-            "schedule.units.0.id: expected an integer, found True",
+            "schedule.units.0.id: expected an integer, found true.",
         ),
         (
             {"source": "plan", "units": [{"id": 0, "tensors": [1], "pool_offset": 0, "issue_after": None}]},
-            "schedule.units.0.tensors.0: expected a tensor name, found 1",
+            "schedule.units.0.tensors.0: expected a string, found 1.",
         ),
-        ({"source": "plan", "pool": {"memory": "DTCM", "bytes": -1, "alignment": 16}}, "schedule.pool.bytes"),
-        ({"source": "plan", "units": ["x"]}, "schedule.units.0: expected an object"),
+        (
+            {"source": "plan", "pool": {"memory": "DTCM", "bytes": "64", "alignment": 16}},
+            'schedule.pool.bytes: expected an integer, found "64".',
+        ),
+        ({"source": "plan", "units": ["x"]}, 'schedule.units.0: expected an object, found "x".'),
     ],
 )
 def test_malformed_schedules_are_rejected_naming_the_field(document: dict, message: str) -> None:
-    with pytest.raises(ScheduleError, match="^" + message.replace("[", r"\[").replace("(", r"\(")):
-        Schedule.from_json(document)
+    for context, where in ((None, "plan.json"), (APPLIED, "optimization.plan plan.json")):
+        with pytest.raises(PlanReadError) as caught:
+            read_schedule(document, "plan.json", context)
+        assert caught.value.message == f"{where} is not an optimization plan this release reads: {message}"
 
 
 def test_records_round_trip() -> None:
     constant = const("w", 8, (1, 2), storage_id="w_packed", reason="pinned")
     assert ScheduleConstant.from_json(constant.to_json()) == constant
-    assert StreamPool.from_json(POOL.to_json()) == POOL
-    assert Unit.from_json(DOC_SCHEDULE["units"][0]).to_json() == DOC_SCHEDULE["units"][0]
+    assert read_schedule({"source": "plan", "pool": POOL.to_json()}).pool == POOL
+    assert read_schedule(DOC_SCHEDULE).units[0].to_json() == DOC_SCHEDULE["units"][0]
     assert Unit(1, ("a",), 0, None, bytes=5).inputs() == Unit(1, ("a",), 0, None)
     assert OPS.position("0:op3") == 3 and OPS.position(None) is None and OPS.id_at(2) == "0:op2" and len(OPS) == 6
 

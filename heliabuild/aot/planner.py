@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ from heliabuild.aot.schedule import (
     schedule_warnings,
     tensor_placements,
 )
-from heliabuild.errors import HeliaError, ScheduleError
+from heliabuild.errors import HeliaError
 from heliabuild.model.io import Model, load_model, model_sha256
 
 SCHEMA_VERSION = 1
@@ -392,25 +392,6 @@ class _Conversion:
 
     # --- the documents --------------------------------------------------------------------------------------------
 
-    def _position(self, operator: int | str | None) -> int | None:
-        """An operator named by its position or its id, as its position (None for an unknown id)."""
-        if operator is None or isinstance(operator, int):
-            return operator
-        return self.order.position(operator)
-
-    def _schedule_document(self, schedule: Schedule) -> dict[str, Any]:
-        """The plan's `schedule`: the units' `wait_before` and `last_reader` are operator positions, as
-        docs/aot-plan.md writes them (whatever form `heliabuild.aot.schedule` keeps them in)."""
-        from heliabuild.aot.records import dump_schedule
-
-        document = dump_schedule(schedule)
-        assert document is not None
-        for unit in document["units"]:
-            for name in ("wait_before", "last_reader"):
-                if name in unit:
-                    unit[name] = self._position(unit[name])
-        return document
-
     def _document(self, operators: list[dict[str, Any]], schedule: Schedule) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
@@ -421,42 +402,22 @@ class _Conversion:
             "optimization": {"goal": self.config.goal, "allow_approximate": self.config.allow_approximate, "knobs": {}},
             "operators": operators,
             "tensors": self._tensors(schedule),
-            "schedule": self._schedule_document(schedule),
+            # wait_before and last_reader as operator positions, as docs/aot-plan.md writes them
+            "schedule": schedule.to_json(self.order),
         }
 
     def _replay(self, produced: dict[str, Any]) -> Schedule:
         """Read the input plan, compare it with `produced`, and return its schedule with derived fields."""
-        from heliabuild.aot.records import APPLIED, load_plan
-        from heliabuild.aot.replay import compare_plan
+        from heliabuild.aot.replay import compare_plan, read_input_plan, replay_schedule
 
         path = self.config.plan_path
         assert path is not None
-        given = load_plan(path, APPLIED)
+        given = read_input_plan(path)
         compare_plan(given, produced)
-        schedule = given.schedule if given.schedule is not None else Schedule.none(None)
-        # A plan states wait_before and last_reader as operator positions; they are checked here, by position,
-        # and derived again by heliabuild.aot.schedule.
-        stated = {unit.tensors: (unit.id, unit.wait_before, unit.last_reader) for unit in schedule.units}
-        bare = tuple(replace(unit, wait_before=None, last_reader=None) for unit in schedule.units)
-        derived = derive(
-            Schedule(schedule.source, schedule.pool, bare),
-            self._schedule_constants(),
-            self.order,
-            self.pool,
-            self.engines,
-        )
-        for unit in derived.units:
-            unit_id, *given_readers = stated[unit.tensors]
-            for name, value, own in zip(
-                ("wait_before", "last_reader"), given_readers, (unit.wait_before, unit.last_reader), strict=True
-            ):
-                if value is not None and self._position(value) != self._position(own):
-                    raise ScheduleError(
-                        f"the transfer schedule is rejected: unit {unit_id} states {name} {value!r}, but its "
-                        f"derived {name} is {self._position(own)}",
-                        hint="Fix the schedule section of the plan, or let heliabuild plan the schedule.",
-                    )
-        return derived
+        schedule = replay_schedule(given) or Schedule.none(None)
+        # derive checks the schedule first, stated derived fields included (wait_before and last_reader as the
+        # operator positions a plan states, or ids), and rejects it naming the unit or tensor.
+        return derive(schedule, self._schedule_constants(), self.order, self.pool, self.engines)
 
     def _report(self, plan: dict[str, Any], schedule: Schedule) -> dict[str, Any]:
         from heliabuild.aot.report import build_report

@@ -26,7 +26,9 @@ wrote (or any file without unknown fields, save `core`)
 
 The plan's `schedule` section reuses the records of `heliabuild.aot.schedule`
 (`Schedule`, `StreamPool`, `Unit`); a unit's derived fields that the file does
-not state are None and are not written back.
+not state are None and are not written back. This module is the one reader of
+that section (`read_schedule` reads it alone); `Schedule.to_json` (through
+`dump_schedule`) is its one writer.
 
 Readers do not validate against the JSON Schemas: `validate_plan_document` and
 `validate_report_document` check a document against `schemas/plan-schema.json`
@@ -46,7 +48,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn, Self, TypeVar
 
-from heliabuild.aot.schedule import UNKNOWN_FIELD_HINT, Schedule, StreamPool, Unit
+from heliabuild.aot.schedule import UNKNOWN_FIELD_HINT, OperatorOrder, Schedule, StreamPool, Unit
 from heliabuild.errors import PlanReadError, SchemaError
 
 SCHEMA_VERSION = 1
@@ -542,7 +544,6 @@ class PlanTensor(_Record):
 
 _SCHEDULE_FIELDS = ("source", "pool", "units")
 _POOL_FIELDS = ("memory", "bytes", "alignment")
-_UNIT_INPUT_FIELDS = ("id", "tensors", "pool_offset", "issue_after", "engine")
 _UNIT_FIELDS = tuple(item.name for item in fields(Unit))
 
 
@@ -616,25 +617,21 @@ def _schedule(value: Any, reader: _Reader, path: str) -> Schedule:
     return Schedule(source=source, pool=pool, units=units)
 
 
-def _dump_unit(unit: Unit) -> dict[str, Any]:
-    """A unit's input fields, and the derived fields it states."""
-    document: dict[str, Any] = {}
-    for name in _UNIT_FIELDS:
-        value = getattr(unit, name)
-        if name in _UNIT_INPUT_FIELDS or value is not None:
-            document[name] = _plain(value)
-    return document
+def read_schedule(
+    document: Any, source: str = "<schedule document>", context: ValidationContext | None = None
+) -> Schedule:
+    """Read a plan's `schedule` section alone, by the rules `OptimizationPlan` reads it by (paths start `schedule`).
+
+    `source` names the plan in errors; under `context=APPLIED` an unknown field under `schedule`,
+    `schedule.pool` or `schedule.units[i]` is rejected with the document's message and hint. Raises PlanReadError.
+    """
+    return _schedule(document, _Reader(source, context, "optimization plan"), "schedule")
 
 
-def dump_schedule(schedule: Schedule | None) -> dict[str, Any] | None:
-    """The `schedule` section as a plan writes it: `pool` only when configured, derived unit fields when stated."""
-    if schedule is None:
-        return None
-    document: dict[str, Any] = {"source": _plain(schedule.source), "units": [_dump_unit(u) for u in schedule.units]}
-    if schedule.pool is not None:
-        pool = schedule.pool
-        document["pool"] = {"memory": pool.memory, "bytes": pool.bytes, "alignment": pool.alignment}
-    return document
+def dump_schedule(schedule: Schedule | None, operators: OperatorOrder | None = None) -> dict[str, Any] | None:
+    """The `schedule` section as a plan writes it (`Schedule.to_json`); with `operators`, units write
+    `wait_before` and `last_reader` as operator positions."""
+    return None if schedule is None else schedule.to_json(operators)
 
 
 def _check_version(document: Any, reader: _Reader) -> dict[str, Any]:
@@ -938,6 +935,7 @@ __all__ = [
     "load_json_schema",
     "load_plan",
     "load_report",
+    "read_schedule",
     "validate_plan_document",
     "validate_report_document",
 ]

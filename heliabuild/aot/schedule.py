@@ -21,6 +21,10 @@ memories (`EngineTable`).
 writes them as positions, the plan's form, and a stated value is compared in
 the form stated (docs/aot-plan.md, "Schedule decisions").
 
+`Schedule.to_json` is the one writer of the plan's `schedule` section;
+`heliabuild.aot.records` is its one reader (`read_schedule`, and
+`OptimizationPlan` under the document's reading rules and contexts).
+
 Memory names compare in any case (the document compares them so in
 `tensors[]`); a derived `source_memory` keeps the spelling of the unit's first
 constant.
@@ -90,16 +94,6 @@ class StreamPool:
 
     def to_json(self) -> dict[str, Any]:
         return {"memory": self.memory, "bytes": self.bytes, "alignment": self.alignment}
-
-    @classmethod
-    def from_json(cls, document: Any, where: str = "schedule.pool") -> StreamPool:
-        """Read `schedule.pool` strictly: an unknown field, a missing one or a wrong type raises ScheduleError."""
-        _known_fields(document, ("memory", "bytes", "alignment"), where)
-        return cls(
-            memory=_read(document, "memory", where, str),
-            bytes=_read_int(document, "bytes", where, minimum=0),
-            alignment=_read_int(document, "alignment", where, minimum=1),
-        )
 
     def same_as(self, other: StreamPool | None) -> bool:
         """True when `other` is the same pool (memory names in any case)."""
@@ -177,7 +171,6 @@ class ScheduleConstant:
         )
 
 
-_UNIT_INPUT_FIELDS = ("id", "tensors", "pool_offset", "issue_after", "engine")
 _UNIT_DERIVED_FIELDS = ("bytes", "source_memory", "source_offset", "wait_before", "last_reader")
 
 
@@ -235,31 +228,6 @@ class Unit:
                 document[name] = value
         return document
 
-    @classmethod
-    def from_json(cls, document: Any, where: str = "schedule.units.0") -> Unit:
-        """Read one unit strictly: an unknown field, a missing input field or a wrong type raises ScheduleError.
-
-        The input fields are required (`issue_after` may be null); a derived
-        field that is absent or null is not stated.
-        """
-        _known_fields(document, _UNIT_INPUT_FIELDS + _UNIT_DERIVED_FIELDS, where)
-        tensors = _read(document, "tensors", where, list)
-        for position, name in enumerate(tensors):
-            if not isinstance(name, str):
-                raise ScheduleError(f"{where}.tensors.{position}: expected a tensor name, found {name!r}")
-        return cls(
-            id=_read_int(document, "id", where, minimum=0),
-            tensors=tuple(tensors),
-            pool_offset=_read_int(document, "pool_offset", where),
-            issue_after=_read(document, "issue_after", where, str, nullable=True),
-            engine=_read(document, "engine", where, str),
-            bytes=_read_int(document, "bytes", where, required=False),
-            source_memory=_read(document, "source_memory", where, str, required=False),
-            source_offset=_read_int(document, "source_offset", where, required=False),
-            wait_before=_read_operator(document, "wait_before", where),
-            last_reader=_read_operator(document, "last_reader", where),
-        )
-
 
 @dataclass(frozen=True)
 class Schedule:
@@ -287,26 +255,6 @@ class Schedule:
         if self.pool is not None:
             document["pool"] = self.pool.to_json()
         return document
-
-    @classmethod
-    def from_json(cls, document: Any, where: str = "schedule") -> Schedule:
-        """Read the section strictly, as a conversion applying it does.
-
-        An unknown field under `schedule`, `schedule.pool` or `schedule.units[]`
-        raises ScheduleError naming it (the document's wording and hint); so do
-        a missing `source` and a field of the wrong type. Absent `units` reads
-        as no units; absent or null `pool` as not stated. The document's other
-        rules are `validate`'s.
-        """
-        _known_fields(document, ("source", "pool", "units"), where)
-        source = _read(document, "source", where, str)
-        pool_document = document.get("pool")
-        pool = None if pool_document is None else StreamPool.from_json(pool_document, f"{where}.pool")
-        units_document = document.get("units", [])
-        if not isinstance(units_document, list):
-            raise ScheduleError(f"{where}.units: expected a list of units, found {units_document!r}")
-        units = tuple(Unit.from_json(unit, f"{where}.units.{position}") for position, unit in enumerate(units_document))
-        return cls(source=source, pool=pool, units=units)
 
 
 @dataclass(frozen=True)
@@ -936,57 +884,6 @@ def schedule_warnings(schedule: Schedule, constants: Sequence[ScheduleConstant])
                 "it stays direct"
             )
     return warnings
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Strict JSON reading
-
-
-def _known_fields(document: Any, known: Sequence[str], where: str) -> None:
-    if not isinstance(document, Mapping):
-        raise ScheduleError(f"{where}: expected an object, found {document!r}")
-    unknown = sorted(set(document) - set(known))
-    if unknown:
-        raise ScheduleError(
-            f"{where}: unknown field(s) {unknown} under schedule, which this release would have to apply.",
-            hint=UNKNOWN_FIELD_HINT,
-        )
-
-
-_KINDS = {str: "a string", list: "a list", int: "an integer"}
-
-
-def _read(
-    document: Mapping[str, Any], key: str, where: str, kind: type, *, required: bool = True, nullable: bool = False
-) -> Any:
-    """document[key] of `kind`; absent or null is None for an optional field, an error for a required one."""
-    if key not in document:
-        if required:
-            raise ScheduleError(f"{where}: missing required field {key!r}")
-        return None
-    value = document[key]
-    if value is None and (nullable or not required):
-        return None
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ScheduleError(f"{where}.{key}: expected {_KINDS[kind]}, found {value!r}")
-    return value
-
-
-def _read_operator(document: Mapping[str, Any], key: str, where: str) -> str | int | None:
-    """An optional derived field naming an operator: its id (a string) or its position (an integer >= 0)."""
-    value = document.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    return _read_int(document, key, where, required=False, minimum=0)
-
-
-def _read_int(
-    document: Mapping[str, Any], key: str, where: str, *, required: bool = True, minimum: int | None = None
-) -> Any:
-    value = _read(document, key, where, int, required=required)
-    if value is not None and minimum is not None and value < minimum:
-        raise ScheduleError(f"{where}.{key}: expected an integer >= {minimum}, found {value!r}")
-    return value
 
 
 __all__ = [
