@@ -1,0 +1,1 @@
+"""Result bundles: receipt, samples, statistics, manifest, reading and export (docs/runner.md)."""

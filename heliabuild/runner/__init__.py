@@ -1,0 +1,1 @@
+"""Runner build (freeze) and execution: the acquisition lifecycle (docs/runner.md)."""
