@@ -82,3 +82,23 @@ class PlanMismatchError(HeliaError):
         self.field = field
         self.plan_value = plan_value
         self.conversion_value = conversion_value
+
+
+class ResultError(HeliaError):
+    """A result bundle that cannot be written or read: an earlier `schema_version`, a manifest that does not
+    match the bundle's bytes, statistics that do not reproduce the samples, or a request export cannot serve."""
+
+
+class ReceiptError(ResultError):
+    """A `helx.acquisition` receipt that is missing, duplicated, unsupported (another version or schema
+    identifier) or contradictory (against itself, the samples, or the result's stage and runtime)."""
+
+
+class PolicyError(HeliaError):
+    """A measurement policy (docs/runner.md) that is malformed or asks for something unsupported; the message
+    names the policy file and the field."""
+
+
+class RunnerError(HeliaError):
+    """A runner that cannot be built or run: inputs bound to another model, an unsupported format or backend,
+    or a model the host backend cannot cut into segments."""

@@ -15,6 +15,7 @@ from heliabuild.model.io import Model
 from heliabuild.synth.large import large_model
 from heliabuild.synth.networks import chain_network, int8_network, residual_network
 from heliabuild.synth.single_op import SINGLE_OPS, default_shapes, single_op_model
+from heliabuild.synth.stateful import counter_model
 
 _DTYPE_SUFFIX = {"float32": "f32", "float16": "f16", "int32": "i32"}
 _SINGLE_OP_KINDS: tuple[tuple[str, str], ...] = (
@@ -69,6 +70,15 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "CONV_2D, DEPTHWISE_CONV_2D, ADD, AVERAGE_POOL_2D, RESHAPE, FULLY_CONNECTED, SOFTMAX",
         partial(int8_network, depth=None, residual=None),
     ),
+    "counter": (
+        "float32 stateful model: a CALL_ONCE init subgraph sets a resource variable to 0, each invoke adds 1 "
+        "and returns x + counter + bias (for the acquisition lifecycle: carry keeps the state)",
+        counter_model,
+    ),
+    "counter_no_init": (
+        "float32 model with a resource variable reset to 0 on every invoke and no CALL_ONCE",
+        partial(counter_model, call_once=False),
+    ),
     "large": (
         "benchmark model: int8 residual chain of 998 ops (CONV_2D, ADD) with about 50 MB of weights; "
         "loads in LiteRT, not meant for Vela",
@@ -82,7 +92,7 @@ for _op, _dtype in _SINGLE_OP_KINDS:
     )
 
 KINDS: dict[str, str] = {name: description for name, (description, _build) in _BUILDERS.items()}
-SEEDED_KINDS: frozenset[str] = frozenset({"chain", "kws", "residual", "random", "large"})
+SEEDED_KINDS: frozenset[str] = frozenset({"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"})
 
 
 def synthesize(kind: str, seed: int = 0) -> Model:
