@@ -193,6 +193,63 @@ def _command_aot_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_runner(args: argparse.Namespace) -> int:
+    from heliabuild.runner.freeze import build_runner
+
+    runner_json = build_runner(
+        args.output,
+        model=args.model,
+        policy=args.policy,
+        sidecar=args.sidecar,
+        vela_model=args.vela_model,
+        segments=args.segments,
+        aot_plan=args.aot_plan,
+        backend=args.backend,
+    )
+    print(f"heliabuild: runner {runner_json}")
+    return 0
+
+
+def _command_run(args: argparse.Namespace) -> int:
+    """`run` and `run-build`: the same execution path (heliabuild.runner.lifecycle.run_runner) on a retained
+    runner, which is verified (format, schema, file hashes) and never rebuilt; the receipt is checked
+    before the bundle is published."""
+    from heliabuild.results.reader import load_result
+    from heliabuild.runner.lifecycle import run_runner
+
+    result_json = run_runner(args.runner, args.output)
+    print(f"heliabuild: {args.command} {result_json}")
+    result = load_result(result_json.parent)
+    if result.receipt is not None:
+        receipt = result.receipt
+        print(
+            f"heliabuild: {args.command} receipt: {receipt.state}, {receipt.warmup_invokes} warmup, "
+            f"{receipt.measured_invokes} measured"
+        )
+    return 0
+
+
+def _command_show(args: argparse.Namespace) -> int:
+    from heliabuild.results.export import plot_svg, show_result
+    from heliabuild.results.reader import load_result
+
+    result = load_result(args.result)
+    text = show_result(result)
+    if args.plot is not None:
+        plot_svg(result, args.plot)
+    sys.stdout.write(text)
+    if args.plot is not None:
+        print(f"heliabuild: plot {args.plot}")
+    return 0
+
+
+def _command_export(args: argparse.Namespace) -> int:
+    from heliabuild.results.export import export
+
+    sys.stdout.write(export(args.result, args.fields, args.format))
+    return 0
+
+
 # heliabuild.vela's DEFAULT_ACCELERATOR and OPTIMISE_CHOICES, spelled out so that building the parser
 # does not import Vela's stage (tests check they agree).
 VELA_DEFAULT_ACCELERATOR = "ethos-u55-128"
@@ -289,6 +346,42 @@ def build_parser() -> argparse.ArgumentParser:
     aot.add_argument("-o", "--output", type=Path, metavar="OUTDIR", help="the folder to write into")
     aot.add_argument("--list-platforms", action="store_true", help="print the platform table and exit")
     aot.set_defaults(run=_command_aot_plan)
+
+    runner = commands.add_parser(
+        "runner", help="build a runner folder (runner.json and the files it names) from a fenced model (docs/runner.md)"
+    )
+    runner.add_argument("--model", type=Path, required=True, help="the (fenced) .tflite model to run")
+    runner.add_argument("--sidecar", type=Path, help="its <stem>.fenced_boundaries.json")
+    runner.add_argument("--vela-model", type=Path, help="Vela's compiled model of it (recorded by hash)")
+    runner.add_argument("--segments", type=Path, metavar="JSON", help="Vela's <stem>_segments.json of it")
+    runner.add_argument("--aot-plan", type=Path, metavar="PLAN", help="the AOT plan of Vela's model (recorded by hash)")
+    runner.add_argument("--policy", type=Path, metavar="FILE", help="a YAML/JSON measurement policy (default: none)")
+    runner.add_argument("--backend", choices=("litert", "fvp"), default="litert", help=argparse.SUPPRESS)
+    runner.add_argument("-o", "--output", type=Path, required=True, metavar="RUNNER_DIR", help="the runner folder")
+    runner.set_defaults(run=_command_runner)
+
+    for name, text in (
+        ("run", "run a runner and write its result bundle"),
+        (
+            "run-build",
+            "rerun a retained runner without rebuilding it and check its receipt (the same execution path as run)",
+        ),
+    ):
+        run = commands.add_parser(name, help=text)
+        run.add_argument("runner", type=Path, metavar="RUNNER_JSON", help="RUNNER_DIR/runner.json")
+        run.add_argument("-o", "--output", type=Path, required=True, metavar="RESULT_DIR", help="the bundle folder")
+        run.set_defaults(run=_command_run)
+
+    show = commands.add_parser("show", help="print a verified result bundle as tables")
+    show.add_argument("result", type=Path, metavar="RESULT", help="the result bundle folder")
+    show.add_argument("--plot", type=Path, metavar="FILE.svg", help="also write an SVG plot")
+    show.set_defaults(run=_command_show)
+
+    export = commands.add_parser("export", help="export a verified result bundle's statistics or samples")
+    export.add_argument("result", type=Path, metavar="RESULT", help="the result bundle folder")
+    export.add_argument("--fields", choices=("statistics", "samples"), default="statistics")
+    export.add_argument("--format", choices=("json", "csv"), default="json")
+    export.set_defaults(run=_command_export)
     return parser
 
 

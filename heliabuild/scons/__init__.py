@@ -15,6 +15,11 @@ here), which adds:
   per-layer CSV of it (heliabuild.fence.plan_fences), see heliabuild.scons.plan;
 - `HeliaAotPlan`: the heliaAOT-format plan and report of a model for a
   platform (heliabuild.aot), see heliabuild.scons.aot;
+- `HeliaRunner`: a runner folder (runner.json and the files it names) from
+  a fenced model and its Vela output, AOT plan and policy
+  (heliabuild.runner.freeze), see heliabuild.scons.runner;
+- `HeliaRun`: the result bundle of a runner (heliabuild.runner.lifecycle),
+  see heliabuild.scons.runner;
 - the pseudo-builder `env.HeliaPipeline(name, model, ...)`, which chains the
   stages and adds aliases, see heliabuild.scons.pipeline.
 

@@ -21,8 +21,14 @@ Contract:
     the model itself), into `<build_dir>/`; the fenced model's sidecar is
     an explicit dependency besides the scanner's;
   - `aot-plan` (always): HeliaAotPlan of Vela's compiled model and its
-    per-layer CSV, `<build_dir>/<prefix>_plan.json` and `_report.json`.
-  A new stage (the runner, the run) is one more row of STAGES.
+    per-layer CSV, `<build_dir>/<prefix>_plan.json` and `_report.json`;
+  - `runner` (always): HeliaRunner of the fenced model (or the model when
+    unfenced), its sidecar, Vela's compiled model and segments.json and the
+    AOT plan, `<build_dir>/runner/<name>/runner.json` (and the files it names),
+    with `policy` as HELIA_POLICY and `backend` as HELIA_BACKEND;
+  - `run` (always): HeliaRun of that runner, the bundle
+    `<build_dir>/results/<name>/` (`result.json` first).
+  A new stage is one more row of STAGES.
 - Options: `accelerator`, `system_config`, `memory_mode` and `min_coverage`
   set HELIA_VELA_ACCELERATOR, HELIA_VELA_SYSTEM_CONFIG,
   HELIA_VELA_MEMORY_MODE and HELIA_MIN_COVERAGE for this pipeline; None
@@ -33,7 +39,9 @@ Contract:
   YAML/JSON file or a configuration mapping) the same way; `prefix` is the
   module prefix (default: the pipeline name with every character that
   cannot be in a C identifier replaced by `_`), which names the plan and
-  report. Any other keyword is a construction variable passed to
+  report. `policy` (a policy file or mapping) and `backend` set
+  HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
+  (default 'litert'). Any other keyword is a construction variable passed to
   every stage's builder (e.g. `HELIA_VELA_CONFIG=['my.ini']`).
 - Aliases: `<name>` (every stage), `<name>-<stage>` (e.g. `kws-fence`,
   `kws-vela`) and, for a pipeline with a fence stage, `fenced_model`
@@ -55,7 +63,7 @@ import SCons.Node.Alias
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.scons import aot, fence, plan, vela
+from heliabuild.scons import aot, fence, plan, runner, vela
 from heliabuild.scons.messages import configuration_error, node_path
 
 METHOD_NAME = "HeliaPipeline"
@@ -63,6 +71,8 @@ FENCED_MODEL_ALIAS = "fenced_model"
 UNFENCED_FOLDER = "unfenced"
 FENCED_SUFFIX = "_fenced.tflite"
 PLAN_SUFFIX = "_fence_plan.json"
+RUNNER_FOLDER = "runner"
+RESULTS_FOLDER = "results"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 Fences = tuple[int, ...] | Node | None
@@ -136,6 +146,16 @@ class Pipeline:
         """The AOT plan, `<prefix>_plan.json` (the `aot-plan` stage's first target; the report is second)."""
         return self.stages["aot-plan"][0]
 
+    @property
+    def runner(self) -> Node:
+        """The runner's `runner.json` (the `runner` stage's first target)."""
+        return self.stages["runner"][0]
+
+    @property
+    def result(self) -> Node:
+        """The bundle's `result.json` (the `run` stage's first target); its folder is the bundle."""
+        return self.stages["run"][0]
+
 
 def _has_budget(request: PipelineRequest) -> bool:
     return request.budget_cycles is not None
@@ -185,12 +205,27 @@ def _aot_plan(env: Environment, request: PipelineRequest, built: Built) -> list[
     return env.HeliaAotPlan(target, [compiled, per_layer], **request.overrides)
 
 
+def _runner(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
+    fenced = "fence" in built
+    sources = [built["fence"][0], built["fence"][1]] if fenced else [request.model]
+    sources += [built["vela"][0], built["vela"][3], built["aot-plan"][0]]
+    target = request.build_dir.Dir(RUNNER_FOLDER).Dir(request.name).File(runner.RUNNER_FILE)
+    return env.HeliaRunner(target, sources, **request.overrides)
+
+
+def _run(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
+    target = request.build_dir.Dir(RESULTS_FOLDER).Dir(request.name).File(runner.RESULT_FILE)
+    return env.HeliaRun(target, built["runner"][0], **request.overrides)
+
+
 STAGES: tuple[Stage, ...] = (
     Stage("vela-unfenced", _has_budget, _vela_unfenced),
     Stage("plan-fences", _has_budget, _plan_fences),
     Stage("fence", _has_fences, _fence),
     Stage("vela", _always, _vela),
     Stage("aot-plan", _always, _aot_plan),
+    Stage("runner", _always, _runner),
+    Stage("run", _always, _run),
 )
 """Every stage a pipeline can have, in build order."""
 
@@ -280,6 +315,8 @@ def helia_pipeline(
     platform: str | None = None,
     prefix: str | None = None,
     aot_config: object = None,
+    policy: object = None,
+    backend: str | None = None,
     **overrides: object,
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
@@ -295,6 +332,8 @@ def helia_pipeline(
         aot.PLATFORM: platform,
         aot.PREFIX: prefix,
         aot.CONFIG: aot_config,
+        runner.POLICY: policy,
+        runner.BACKEND: backend,
     }
     given = {key: value for key, value in options.items() if value is not None}
     twice = sorted(set(given) & set(overrides))

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from SCons.Environment import Base as Environment
 
-from heliabuild.scons import aot, fence, pipeline, plan, synth, vela
+from heliabuild.scons import aot, fence, pipeline, plan, runner, synth, vela
 
 BUILDERS = {
     aot.BUILDER_NAME: aot.aot_builder,
     fence.BUILDER_NAME: fence.fence_builder,
     plan.BUILDER_NAME: plan.plan_builder,
+    runner.RUNNER_BUILDER_NAME: runner.runner_builder,
+    runner.RUN_BUILDER_NAME: runner.run_builder,
     synth.BUILDER_NAME: synth.synth_builder,
     vela.BUILDER_NAME: vela.vela_builder,
 }
@@ -33,7 +35,8 @@ def generate(env: Environment) -> None:
     not changed: heliabuild relies on SCons's default `content` decider, and
     a build that switches to a timestamp decider gives up its guarantees.
     """
-    env.SetDefault(**aot.DEFAULTS, **fence.DEFAULTS, **plan.DEFAULTS, **synth.DEFAULTS, **vela.DEFAULTS)
+    for module in (aot, fence, plan, runner, synth, vela):
+        env.SetDefault(**module.DEFAULTS)
     env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})
     for name, function in METHODS.items():
         env.AddMethod(function, name)

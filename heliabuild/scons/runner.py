@@ -1,0 +1,335 @@
+"""The HeliaRunner and HeliaRun builders: a runner folder from a fenced model, and its result bundle.
+
+    env.HeliaRunner('runner/kws/runner.json',
+                    ['kws_fenced.tflite', 'kws_fenced.fenced_boundaries.json', 'kws_fenced_vela.tflite',
+                     'kws_fenced_segments.json', 'kws_plan.json'], HELIA_POLICY='policy.yaml')
+    env.HeliaRun('results/kws/result.json', 'runner/kws/runner.json')
+
+Contract (docs/runner.md, "Wiring"):
+
+- HeliaRunner sources: the `.tflite` model to run (fenced or not) first; then, in any order, its sidecar
+  (`*.fenced_boundaries.json`), Vela's compiled model (`*_vela.tflite`), Vela's `*_segments.json` and the
+  AOT plan (`*_plan.json`), each at most once. Every source is a dependency by content: an AOT plan whose
+  bytes did not change does not rerun the runner.
+- `HELIA_POLICY`: None (the default policy), a YAML/JSON policy file (a dependency; the fixed input files
+  it names are dependencies too when the file is in the source tree) or a policy mapping (its JSON text
+  is a Value dependency; relative `tensor_io` files resolve against the calling SConscript's folder).
+  `HELIA_BACKEND`: 'litert' (default) or 'fvp' (refused when the stage runs: no FVP here).
+- HeliaRunner targets: `<dir>/runner.json` (give it) and the files build_runner copies beside it
+  (`model.tflite`, `model.fenced_boundaries.json`, `segments.json`, `inputs/input_<i>.bin`), declared
+  so that `scons -c` removes them.
+- HeliaRun source: one runner.json. Targets: `<dir>/result.json` (give it), `manifest.json` and, for a
+  policy that executes (`enabled` not false), `run_summary.csv` and `artifacts/acquisition.json`. The
+  per-sample output files are named after the model's outputs, known only when the run ends, so the
+  whole bundle folder is given to env.Clean: `scons -c` removes it. A measurement is not reproducible,
+  so the bundle is never put into (or taken from) a CacheDir.
+- Both depend on the heliabuild and ai-edge-litert versions (Value nodes). They print
+  `$HELIA_RUNNERCOMSTR` / `$HELIA_RUNCOMSTR` (default `heliabuild: runner <target>`, `heliabuild: run
+  <target>`). A HeliaError prints one `heliabuild: error:` line and leaves no output of the stage (a
+  failed run removes the bundle folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from SCons.Action import Action
+from SCons.Builder import Builder
+from SCons.Environment import Base as Environment
+from SCons.Node import Node
+
+from heliabuild.errors import HeliaError
+from heliabuild.scons.leftovers import remove_leftovers
+from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.signatures import depend_on_tool_versions
+
+RUNNER_BUILDER_NAME = "HeliaRunner"
+RUN_BUILDER_NAME = "HeliaRun"
+RUNNER_STAGE = "runner"
+RUN_STAGE = "run"
+POLICY = "HELIA_POLICY"
+BACKEND = "HELIA_BACKEND"
+RUNNER_COMSTR = "HELIA_RUNNERCOMSTR"
+RUN_COMSTR = "HELIA_RUNCOMSTR"
+DEFAULT_BACKEND = "litert"
+
+# heliabuild.runner.freeze and heliabuild.results.bundle names, restated so that reading the SConscripts
+# imports neither (tests check they agree).
+RUNNER_FILE = "runner.json"
+MODEL_FILE = "model.tflite"
+SIDECAR_FILE = "model.fenced_boundaries.json"
+SEGMENTS_FILE = "segments.json"
+INPUTS_DIR = "inputs"
+RESULT_FILE = "result.json"
+MANIFEST_FILE = "manifest.json"
+SUMMARY_FILE = "run_summary.csv"
+RECEIPT_FILE = "artifacts/acquisition.json"
+
+MODEL_SUFFIX = ".tflite"
+SOURCE_KINDS = (
+    ("sidecar", ".fenced_boundaries.json"),
+    ("vela_model", "_vela.tflite"),
+    ("segments", "_segments.json"),
+    ("aot_plan", "_plan.json"),
+)
+"""build_runner keyword -> the file-name ending that identifies a further HeliaRunner source."""
+
+DEFAULTS: dict[str, object] = {
+    POLICY: None,
+    BACKEND: DEFAULT_BACKEND,
+    RUNNER_COMSTR: stage_comstr(RUNNER_STAGE),
+    RUN_COMSTR: stage_comstr(RUN_STAGE),
+}
+"""Construction variables the tool sets with env.SetDefault."""
+
+_REQUEST = "helia_runner_request"
+"""Attribute of runner.json's `attributes`: what the action needs, resolved by the emitter."""
+_EXECUTES = "helia_runner_executes"
+"""Attribute of runner.json's `attributes`: whether its policy executes (HeliaRun's emitter reads it)."""
+
+
+def _read_policy_document(path: str) -> Any:
+    """The parsed policy file at `path`, or None when it cannot be read now (the action reports why)."""
+    try:
+        import yaml
+
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle.read())
+    except Exception:  # unreadable or not YAML: the action reports it with the policy's own message
+        return None
+
+
+def _fvp(document: Any) -> Mapping[str, Any]:
+    defaults = document.get("defaults") if isinstance(document, Mapping) else None
+    fvp = defaults.get("fvp") if isinstance(defaults, Mapping) else None
+    return fvp if isinstance(fvp, Mapping) else {}
+
+
+def _input_entries(document: Any) -> list[dict[str, Any]]:
+    """The well-formed `tensor_io.inputs` entries of a policy document (malformed ones are the action's)."""
+    tensor_io = _fvp(document).get("tensor_io")
+    inputs = tensor_io.get("inputs") if isinstance(tensor_io, Mapping) else None
+    return [
+        entry
+        for entry in (inputs if isinstance(inputs, list) else [])
+        if isinstance(entry, dict)
+        and isinstance(entry.get("index"), int)
+        and not isinstance(entry.get("index"), bool)
+        and isinstance(entry.get("file"), str)
+    ]
+
+
+def _executes(document: Any) -> bool:
+    return _fvp(document).get("enabled", True) is not False
+
+
+def _real_path(node: Node) -> str:
+    """Where the file of `node` is read from, relative to the top folder (the folder actions run in), as
+    error messages name it: its build path when built, else its place in the source tree."""
+    return node_path(node)
+
+
+def _classify(source: Sequence[Node], target: Node) -> dict[str, Node]:
+    names = [node_path(node) for node in source]
+    if not source or not source[0].name.endswith(MODEL_SUFFIX) or source[0].name.endswith("_vela.tflite"):
+        raise configuration_error(
+            RUNNER_BUILDER_NAME,
+            target,
+            f"sources are {names}; expected the {MODEL_SUFFIX} model to run first (the fenced model, not Vela's)",
+        )
+    found: dict[str, Node] = {"model": source[0]}
+    for node in source[1:]:
+        kind = next((kind for kind, ending in SOURCE_KINDS if node.name.endswith(ending)), None)
+        if kind is None:
+            endings = ", ".join(f"*{ending}" for _, ending in SOURCE_KINDS)
+            raise configuration_error(
+                RUNNER_BUILDER_NAME, target, f"source {node_path(node)} is none of {endings} (sources are {names})"
+            )
+        if kind in found:
+            raise configuration_error(RUNNER_BUILDER_NAME, target, f"two {kind} sources given (sources are {names})")
+        found[kind] = node
+    return found
+
+
+def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+    """Check the call, add the copied files as targets and the policy as a dependency."""
+    if len(target) != 1 or target[0].name != RUNNER_FILE:
+        raise configuration_error(
+            RUNNER_BUILDER_NAME, target, f"give one target, <folder>/{RUNNER_FILE}; the files it names are added"
+        )
+    runner_json = target[0]
+    kinds = _classify(source, runner_json)
+    backend = env.get(BACKEND)
+    if not isinstance(backend, str) or not backend:
+        raise configuration_error(RUNNER_BUILDER_NAME, runner_json, f"{BACKEND} is {backend!r}; expected 'litert'")
+    folder = runner_json.dir
+    targets = [runner_json, folder.File(MODEL_FILE)]
+    if "sidecar" in kinds:
+        targets.append(folder.File(SIDECAR_FILE))
+    if "segments" in kinds:
+        targets.append(folder.File(SEGMENTS_FILE))
+
+    dependencies: list[Node] = []
+    value = env.get(POLICY)
+    request: dict[str, Any] = {"policy_path": None, "policy_document": None}
+    document: Any = None
+    shown: object = None
+    inputs: list[tuple[int, Node]] = []
+    if isinstance(value, Mapping):
+        document = json.loads(json.dumps(value))
+        shown = json.loads(json.dumps(value))
+        for entry, shown_entry in zip(_input_entries(document), _input_entries(shown), strict=True):
+            node = env.File(entry["file"])
+            inputs.append((entry["index"], node))
+            entry["file"] = _real_path(node)  # for the action: relative to the calling SConscript's folder
+            shown_entry["file"] = node_path(node)  # for the signature: no absolute path
+        request["policy_document"] = document
+    elif isinstance(value, str | Node):
+        policy_node = env.File(value)
+        dependencies.append(policy_node)
+        request["policy_path"] = _real_path(policy_node)
+        shown = node_path(policy_node)
+        if not policy_node.has_builder() and policy_node.srcnode().exists():
+            document = _read_policy_document(policy_node.srcnode().get_abspath())
+            for entry in _input_entries(document):
+                inputs.append((entry["index"], policy_node.srcnode().dir.File(entry["file"])))
+    elif value is not None:
+        raise configuration_error(
+            RUNNER_BUILDER_NAME, runner_json, f"{POLICY} is {value!r}; expected None, a policy file or a mapping"
+        )
+    for index, node in sorted(inputs, key=lambda item: item[0]):
+        dependencies.append(node)
+        targets.append(folder.File(f"{INPUTS_DIR}/input_{index}.bin"))
+
+    request["sources"] = {kind: _real_path(node) for kind, node in kinds.items()}
+    setattr(runner_json.attributes, _REQUEST, request)
+    setattr(runner_json.attributes, _EXECUTES, _executes(document))
+    env.Depends(targets, env.Value(f"{RUNNER_STAGE} policy {json.dumps(shown, sort_keys=True)}"))
+    present = [node for node in dependencies if node.has_builder() or node.srcnode().exists()]
+    if present:
+        env.Depends(targets, present)
+    depend_on_tool_versions(env, targets)
+    return targets, list(source)
+
+
+def runner_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Build the runner folder of `target[0]` with heliabuild.runner.freeze.build_runner."""
+    from heliabuild.runner.freeze import build_runner
+
+    remove_leftovers(target)
+    request = getattr(target[0].attributes, _REQUEST)
+    policy = request["policy_path"] if request["policy_path"] is not None else request["policy_document"]
+    sources = request["sources"]
+    try:
+        written = build_runner(
+            os.path.dirname(target[0].get_abspath()),
+            model=sources["model"],
+            policy=policy,
+            sidecar=sources.get("sidecar"),
+            vela_model=sources.get("vela_model"),
+            segments=sources.get("segments"),
+            aot_plan=sources.get("aot_plan"),
+            backend=env[BACKEND],
+        )
+    except HeliaError as error:
+        return stage_failed(error, target)
+    if os.path.abspath(written) != target[0].get_abspath():
+        raise RuntimeError(f"{RUNNER_BUILDER_NAME}: wrote {written}, but the declared target is {target[0]}")
+    return 0
+
+
+def _runner_executes(runner_json: Node) -> bool:
+    """Whether the runner's policy executes: from HeliaRunner's emitter, else from the file, else True."""
+    known = getattr(runner_json.attributes, _EXECUTES, None)
+    if known is not None:
+        return bool(known)
+    path = _real_path(runner_json)
+    with contextlib.suppress(OSError, ValueError):
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+        enabled = document.get("policy", {}).get("fvp_enabled", True) if isinstance(document, dict) else True
+        return enabled is not False
+    return True
+
+
+def run_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+    """Check the call; declare the bundle's fixed files; clean (and never cache) the whole bundle folder."""
+    if len(target) != 1 or target[0].name != RESULT_FILE:
+        raise configuration_error(
+            RUN_BUILDER_NAME, target, f"give one target, <bundle folder>/{RESULT_FILE}; the other files are added"
+        )
+    result = target[0]
+    if len(source) != 1 or source[0].name != RUNNER_FILE:
+        raise configuration_error(
+            RUN_BUILDER_NAME, result, f"sources are {[node_path(s) for s in source]}; expected one {RUNNER_FILE}"
+        )
+    folder = result.dir
+    names = [MANIFEST_FILE, *((SUMMARY_FILE, RECEIPT_FILE) if _runner_executes(source[0]) else ())]
+    targets = [result, *(folder.File(name) for name in names)]
+    env.Clean(targets, folder)
+    env.NoCache(targets)
+    depend_on_tool_versions(env, targets)
+    return targets, list(source)
+
+
+def run_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Run the runner and publish its bundle into the folder of `target[0]`; on a failure, no bundle."""
+    from heliabuild.runner.lifecycle import run_runner
+
+    folder = os.path.dirname(target[0].get_abspath())
+    try:
+        written = run_runner(_real_path(source[0]), folder)
+    except HeliaError as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        return stage_failed(error, target)
+    missing = [str(node) for node in target if not os.path.isfile(node.get_abspath())]
+    if os.path.abspath(written) != target[0].get_abspath() or missing:
+        raise RuntimeError(f"{RUN_BUILDER_NAME}: wrote {written}; declared targets missing: {missing}")
+    return 0
+
+
+def runner_builder() -> Builder:
+    """A new HeliaRunner builder (see the module docstring for its contract)."""
+    return Builder(
+        action=Action(runner_action, cmdstr=f"${RUNNER_COMSTR}", varlist=[BACKEND]),
+        emitter=runner_emitter,
+        src_suffix=MODEL_SUFFIX,
+    )
+
+
+def run_builder() -> Builder:
+    """A new HeliaRun builder (see the module docstring for its contract)."""
+    return Builder(action=Action(run_action, cmdstr=f"${RUN_COMSTR}"), emitter=run_emitter, single_source=True)
+
+
+# --- the summary table of the repository's SConstruct ------------------------------------------------------------
+
+
+def summary_row(name: str, result_dir: str) -> list[str]:
+    """One row of summary_table: the pipeline, its segments, estimated cycles per segment, measured latency
+    median and the bundle path, read from the verified bundle with heliabuild.api."""
+    from heliabuild.api import load_result, measurement_samples
+
+    result = load_result(result_dir)
+    cycles = [segment["estimated_cycles"] for segment in result.segments]
+    latencies = [s.latency_s for s in measurement_samples(result) if s.latency_s is not None]
+    median = f"{statistics.median(latencies) * 1e6:.1f}" if latencies else "-"
+    estimated = "/".join("-" if value is None else str(value) for value in cycles) or "-"
+    return [name, str(len(cycles)), estimated, median, result_dir]
+
+
+def summary_table(rows: Sequence[Sequence[str]]) -> str:
+    """The table the repository's SConstruct prints after a build that ran or found up to date every run
+    stage: one row per pipeline (summary_row)."""
+    header = ["pipeline", "segments", "estimated cycles per segment", "latency median (us)", "bundle"]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * width for width in widths))
+    lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,234 @@
+"""HeliaRunner, HeliaRun and the pipeline's `runner` and `run` stages: real SCons, real Vela, real LiteRT.
+
+A test project (tests/test_scons_pipeline.py's make_project) runs one pipeline on the synthetic KWS chain
+with the keyword arguments in options.json; the root SConstruct's summary table is tested on a copy of
+the repository's examples (tests/test_scons.py's copy_project).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_scons import build_ok, copy_project, heliabuild_lines, output_of, run_scons
+from test_scons_pipeline import make_project, set_options, snapshot
+
+from heliabuild.api import acquisition_facts, load_result, measurement_samples, run_identity
+from heliabuild.files import sha256_file
+from heliabuild.runner.freeze import load_runner
+from heliabuild.scons.runner import summary_table
+
+STAGES = ("synth", "vela", "plan-fences", "fence", "aot-plan", "runner", "run")
+POLICY = "defaults:\n  fvp:\n    acquisition: {{state: carry, warmup_invokes: 1, measured_invokes: {measured}}}\n"
+AOT = "optimization:\n  goal: {goal}\n  allow_approximate: false\n"
+
+pytestmark = pytest.mark.slow
+
+
+def stage_counts(result: subprocess.CompletedProcess[str]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for line in heliabuild_lines(result):
+        words = line.split(" ")
+        if len(words) >= 3 and words[1] in STAGES:
+            counts[words[1]] += 1
+    return counts
+
+
+def project_with_policy(folder: Path, measured: int = 3, **options: object) -> Path:
+    project = make_project(folder, {"fences": [3, 6], "policy": "policy.yaml", "aot_config": "aot.yaml", **options})
+    (project / "policy.yaml").write_text(POLICY.format(measured=measured), encoding="utf-8")
+    (project / "aot.yaml").write_text(AOT.format(goal="latency"), encoding="utf-8")
+    return project
+
+
+def test_the_pipeline_builds_through_run_and_the_bundle_verifies(tmp_path: Path) -> None:
+    project = project_with_policy(tmp_path / "project")
+    result = build_ok(project)
+    assert stage_counts(result) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1, "run": 1}, output_of(result)
+    build = project / "build"
+    assert "heliabuild: runner build/runner/kws/runner.json" in heliabuild_lines(result)
+    assert "heliabuild: run build/results/kws/result.json" in heliabuild_lines(result)
+
+    runner = load_runner(build / "runner" / "kws" / "runner.json")
+    inputs = runner.document["inputs"]
+    assert inputs["model"]["sha256"] == sha256_file(build / "kws_fenced.tflite")
+    assert inputs["sidecar"]["sha256"] == sha256_file(build / "kws_fenced.fenced_boundaries.json")
+    assert inputs["segments"]["sha256"] == sha256_file(build / "kws_fenced_segments.json")
+    assert inputs["vela_model"]["sha256"] == sha256_file(build / "kws_fenced_vela.tflite")
+    assert inputs["aot_plan"]["sha256"] == sha256_file(build / "kws_plan.json")
+
+    bundle = load_result(build / "results" / "kws")
+    facts = acquisition_facts(bundle)
+    assert facts is not None and (facts.state, facts.warmup_invokes, facts.measured_invokes) == ("carry", 1, 3)
+    assert run_identity(bundle).runner_sha256 == runner.sha256
+    assert [sample.index for sample in measurement_samples(bundle)] == [0, 1, 2]
+    assert [segment["estimated_cycles"] is not None for segment in bundle.segments] == [True, True, True]
+
+    tree = build_ok(project, "-Q", "-n", "--tree=prune", "kws-run").stdout
+    assert "heliabuild==" in tree and "ai-edge-litert==" in tree
+
+    cleaned = build_ok(project, "-c")
+    assert "Removed directory build/results/kws" in cleaned.stdout.splitlines()
+    assert not (build / "results" / "kws").exists()
+    assert sorted(p.name for p in (build / "runner" / "kws").iterdir()) == []
+
+
+def test_incremental_matrix(tmp_path: Path) -> None:
+    project = project_with_policy(tmp_path / "project")
+    build = project / "build"
+    first = build_ok(project)
+    assert stage_counts(first)["run"] == 1, output_of(first)
+
+    # a no-op rebuilds nothing
+    assert stage_counts(build_ok(project)) == {}
+
+    # another policy: runner and run only
+    (project / "policy.yaml").write_text(POLICY.format(measured=2), encoding="utf-8")
+    result = build_ok(project)
+    assert stage_counts(result) == {"runner": 1, "run": 1}, output_of(result)
+    assert len(measurement_samples(load_result(build / "results" / "kws"))) == 2
+    assert stage_counts(build_ok(project)) == {}
+
+    # the same policy as a mapping: runner.json comes out byte-identical, so the run does not rerun
+    runner_bytes = (build / "runner" / "kws" / "runner.json").read_bytes()
+    mapping = {"defaults": {"fvp": {"acquisition": {"state": "carry", "warmup_invokes": 1, "measured_invokes": 2}}}}
+    set_options(project, fences=[3, 6], policy=mapping, aot_config="aot.yaml")
+    result = build_ok(project)
+    assert stage_counts(result) == {"runner": 1}, output_of(result)
+    assert (build / "runner" / "kws" / "runner.json").read_bytes() == runner_bytes
+
+    # the AOT plan's inputs change but the plan comes out byte-identical: aot-plan only, the runner does not rerun
+    plan_bytes = (build / "kws_plan.json").read_bytes()
+    with open(project / "aot.yaml", "a", encoding="utf-8") as handle:
+        handle.write("# edited, same configuration\n")
+    result = build_ok(project)
+    assert stage_counts(result) == {"aot-plan": 1}, output_of(result)
+    assert (build / "kws_plan.json").read_bytes() == plan_bytes
+
+    # the plan changes: aot-plan, then runner (it records the plan's hash) and run
+    (project / "aot.yaml").write_text(AOT.format(goal="balanced"), encoding="utf-8")
+    result = build_ok(project)
+    assert stage_counts(result) == {"aot-plan": 1, "runner": 1, "run": 1}, output_of(result)
+    assert load_runner(build / "runner" / "kws").document["inputs"]["aot_plan"]["sha256"] == sha256_file(
+        build / "kws_plan.json"
+    )
+
+    # a platform without an NPU: aot-plan stops the build with one line; runner and run do not run
+    set_options(project, fences=[3, 6], policy=mapping, aot_config="aot.yaml", platform="apollo510_evb")
+    failed = run_scons(project)
+    assert failed.returncode == 2, output_of(failed)
+    assert len(heliabuild_lines(failed, "heliabuild: error:")) == 1, output_of(failed)
+    assert stage_counts(failed) == {"aot-plan": 1}, output_of(failed)
+    assert not (build / "kws_plan.json").exists()
+    set_options(project, fences=[3, 6], policy=mapping, aot_config="aot.yaml")
+    assert stage_counts(build_ok(project)) == {"aot-plan": 1}
+    assert stage_counts(build_ok(project)) == {}
+
+
+def test_a_bad_policy_stops_the_runner_with_one_line_and_no_runner_output(tmp_path: Path) -> None:
+    project = project_with_policy(tmp_path / "project")
+    build_ok(project)
+    runner_folder = project / "build" / "runner" / "kws"
+    bundle_before = snapshot(project / "build" / "results" / "kws")
+    (project / "policy.yaml").write_text(
+        "defaults:\n  fvp:\n    acquisition: {state: single, warmup_invokes: 2}\n", encoding="utf-8"
+    )
+    result = run_scons(project)
+    assert result.returncode == 2, output_of(result)
+    errors = heliabuild_lines(result, "heliabuild: error:")
+    assert len(errors) == 1 and "policy.yaml" in errors[0] and "warmup_invokes" in errors[0], errors
+    assert "Traceback" not in output_of(result)
+    assert stage_counts(result) == {"runner": 1}
+    assert sorted(p.name for p in runner_folder.iterdir()) == []
+    # the run stage did not run: its earlier bundle stays until the next successful build
+    assert snapshot(project / "build" / "results" / "kws") == bundle_before
+
+
+def test_a_failed_run_leaves_no_bundle(tmp_path: Path) -> None:
+    project = project_with_policy(tmp_path / "project")
+    (project / "SConstruct").write_text(
+        (project / "SConstruct").read_text(encoding="utf-8")
+        + 'env.HeliaRun("alone/result.json", "given/runner.json")\n',
+        encoding="utf-8",
+    )
+    build_ok(project, "build")
+    given = project / "given"
+    given.mkdir()
+    for path in (project / "build" / "runner" / "kws").iterdir():
+        (given / path.name).write_bytes(path.read_bytes())
+    build_ok(project, "alone")
+    assert load_result(project / "alone").receipt is not None
+    document = json.loads((given / "runner.json").read_text(encoding="utf-8"))
+    (given / "runner.json").write_text(json.dumps({**document, "format": 1}), encoding="utf-8")
+    result = run_scons(project, "alone")
+    assert result.returncode == 2, output_of(result)
+    errors = heliabuild_lines(result, "heliabuild: error:")
+    assert len(errors) == 1 and "runner format 1 is not supported" in errors[0], output_of(result)
+    assert stage_counts(result) == {"run": 1}
+    assert not (project / "alone").exists()
+
+
+def test_a_policy_that_does_not_execute_builds_a_build_only_bundle_and_stays_up_to_date(tmp_path: Path) -> None:
+    project = make_project(
+        tmp_path / "project", {"fences": [3, 6], "policy": {"defaults": {"fvp": {"enabled": False}}}}
+    )
+    result = build_ok(project)
+    assert stage_counts(result)["run"] == 1, output_of(result)
+    bundle = load_result(project / "build" / "results" / "kws")
+    assert bundle.stage == "build_only" and acquisition_facts(bundle) is None
+    assert stage_counts(build_ok(project)) == {}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'env.HeliaRunner("r/runner.json", ["a_vela.tflite"])',
+        'env.HeliaRunner("r/runner.json", ["model.tflite", "notes.txt"])',
+        'env.HeliaRunner("r/other.json", ["model.tflite"])',
+        'env.HeliaRunner("r/runner.json", ["model.tflite"], HELIA_POLICY=3)',
+        'env.HeliaRun("x/result.json", ["model.tflite"])',
+        'env.HeliaRun("x/out.json", ["r/runner.json"])',
+    ],
+)
+def test_builder_mistakes_are_reported_before_building(tmp_path: Path, call: str) -> None:
+    project = make_project(tmp_path / "project", {})
+    (project / "SConstruct").write_text(
+        (project / "SConstruct").read_text(encoding="utf-8").replace("env.HeliaPipeline", "# ") + call + "\n",
+        encoding="utf-8",
+    )
+    result = run_scons(project)
+    assert result.returncode == 2, output_of(result)
+    assert "scons: *** heliabuild: Helia" in result.stderr and "(called at" in result.stderr, result.stderr
+    assert not (project / "r").exists() and not (project / "x").exists()
+
+
+def test_the_root_sconstruct_prints_one_summary_table(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    first = build_ok(project)
+    assert stage_counts(first)["run"] == 3, output_of(first)
+    assert first.stdout.count("pipeline ") == 1
+    table = first.stdout[first.stdout.index("pipeline ") :].splitlines()
+    assert first.stdout.rstrip().endswith(table[-1])
+    assert len(table) == 2 + 3
+    for example, row in zip(("kws_budget", "kws_chain", "resnet_residual"), table[2:], strict=True):
+        assert row.startswith(example) and row.endswith(f"build/{example}/results/{example}"), row
+    chain = load_result(project / "build" / "kws_chain" / "results" / "kws_chain")
+    assert len(chain.samples) == 3 and chain.receipt is not None and chain.receipt.warmup_invokes == 1
+    assert "/".join(str(s["estimated_cycles"]) for s in chain.segments) in table[3]
+
+    again = build_ok(project)
+    assert "scons: `all' is up to date." in again.stdout and again.stdout.count("pipeline ") == 1
+    assert "pipeline " not in build_ok(project, "kws_chain-vela").stdout
+    assert "pipeline " not in build_ok(project, "-c").stdout
+
+
+def test_summary_table_layout() -> None:
+    text = summary_table([["a", "3", "1/2/3", "5.0", "build/a/results/a"]])
+    lines = text.splitlines()
+    header = "pipeline  segments  estimated cycles per segment  latency median (us)  bundle"
+    assert lines[0] == header
+    assert set(lines[1]) <= {"-", " "} and lines[2].split() == ["a", "3", "1/2/3", "5.0", "build/a/results/a"]
+    assert json.loads(json.dumps(lines)) == lines
