@@ -7,6 +7,11 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
+from hypothesis import settings
+
+# Shared 2-core machines make wall-clock deadlines flaky; property tests bound their work by example counts.
+settings.register_profile("heliabuild", deadline=None, print_blob=True)
+settings.load_profile("heliabuild")
 
 
 @pytest.fixture(scope="session")
