@@ -52,9 +52,7 @@ from typing import Any
 from heliabuild.errors import HeliaError
 
 SCHEMA_NAME = "aot-config"
-GOALS = ("latency", "balanced", "size", "accuracy")
 DEFAULT_GOAL = "balanced"
-RESIDENCIES = ("direct", "pin", "stream")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 _KEYS: dict[str, tuple[str, ...]] = {

@@ -108,11 +108,6 @@ class Family:
     def generic(self) -> Entry:
         return self.entries[-1]
 
-    @property
-    def chooses(self) -> bool:
-        """More than one entry: the `kernel` knob has something to choose."""
-        return len(self.entries) > 1
-
 
 # --- rule helpers -----------------------------------------------------------------------------------------
 
@@ -540,15 +535,6 @@ def _diverted_depthwise(facts: OperatorFacts, capabilities: frozenset[str]) -> b
         return False
     dims, out = _nhwc(facts), _out_nhwc(facts)
     return dims is not None and out is not None and dims[3] == 1 and out[3] > 1
-
-
-def matching_entries(facts: OperatorFacts, capabilities: Collection[str] | object) -> list[Entry]:
-    """Every entry of the operator's family whose rule holds, in precedence order ([] without a family)."""
-    caps = capability_set(capabilities)
-    family = family_of(facts)
-    if family is None or _diverted_depthwise(facts, caps):
-        return []
-    return [entry for entry in family.entries if entry.check(facts, caps) is None]
 
 
 def specialized_reason(facts: OperatorFacts, capabilities: Collection[str] | object) -> str | None:

@@ -109,8 +109,6 @@ REASON_PINNED = "pinned"
 REASON_MODEL_OUTPUT = "a model output"
 REASON_ALIAS = "shares storage through an alias"
 REASON_FIXED_IN_PLACE = "fixed in place"
-UNSTAGEABLE_REASONS = (REASON_READ_AT_INIT, REASON_PINNED, REASON_MODEL_OUTPUT, REASON_ALIAS, REASON_FIXED_IN_PLACE)
-"""Every reason a constant cannot be staged into a stream pool, in the order they are checked."""
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from ai_edge_litert import schema_py_generated as schema
 
 CUSTOM = schema.BuiltinOperator.CUSTOM
-# deprecated_builtin_code is an int8 field; codes above it live only in builtin_code.
-PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 
 _BUILTIN_NAMES: dict[int, str] = {
     value: name
@@ -40,12 +38,3 @@ def operator_type(opcode: schema.OperatorCodeT) -> str:
     if code == CUSTOM:
         return custom_code(opcode) or "CUSTOM"
     return builtin_name(code)
-
-
-def new_builtin_opcode(code: int, version: int = 1) -> schema.OperatorCodeT:
-    """An OperatorCodeT for a builtin, with both code fields set as converters write them."""
-    opcode = schema.OperatorCodeT()
-    opcode.builtinCode = code
-    opcode.deprecatedBuiltinCode = min(code, PLACEHOLDER_FOR_GREATER_OP_CODES)
-    opcode.version = version
-    return opcode

@@ -183,11 +183,6 @@ class Statistics:
         return cls(counters=counters, floats=floats)
 
 
-def counter_names(segment_count: int) -> list[str]:
-    """The counter statistics a result with `segment_count` segments carries, in order."""
-    return ["cycles.total", *(f"cycles.segment.{k}" for k in range(segment_count)), "traffic_beats"]
-
-
 FLOAT_NAMES = ("latency_s", "energy")
 
 

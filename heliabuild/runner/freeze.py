@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heliabuild.errors import FenceError, HeliaError, PolicyError, RunnerError, SchemaError
+from heliabuild.errors import FenceError, PolicyError, RunnerError, SchemaError
 from heliabuild.fence.sidecar import FenceBoundaries
 from heliabuild.files import json_text, sha256_bytes, sha256_file, write_all_or_nothing
-from heliabuild.model.io import Model, load_model
+from heliabuild.model.io import load_model
 from heliabuild.runner.policy import Policy, load_policy
 from heliabuild.runner.segments import SegmentedModel, cut_segments
 from heliabuild.schema_files import validate
@@ -296,11 +296,3 @@ def load_runner(path: PathLike) -> Runner:
         if entry is not None and entry["copied"] and document["files"].get(entry["file"]) != entry["sha256"]:
             raise RunnerError(f"{runner_path}: inputs.{key}: {entry['file']} is not among the verified files")
     return Runner(path=runner_path, folder=folder, sha256=sha256_bytes(raw), document=document)
-
-
-def model_of(runner: Runner) -> Model:
-    """The runner's model, loaded (its hash was verified by load_runner)."""
-    try:
-        return load_model(runner.model_path)
-    except HeliaError as error:
-        raise RunnerError(error.message) from None

@@ -35,10 +35,6 @@ class ActivationQuant:
         q = np.round(real / np.float32(self.scale)) + self.zero_point
         return np.clip(q, INT8_MIN, INT8_MAX).astype(np.int8)
 
-    def dequantize(self, q: np.ndarray) -> np.ndarray:
-        """Int8 values to float32 real values."""
-        return (q.astype(np.float32) - np.float32(self.zero_point)) * np.float32(self.scale)
-
     def parameters(self) -> schema.QuantizationParametersT:
         """The schema quantization parameters (per tensor)."""
         return quantization_parameters([self.scale], [self.zero_point])

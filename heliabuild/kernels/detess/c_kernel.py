@@ -81,11 +81,6 @@ def _int32(value: Any, fallback: int) -> int:
     return number if number is not None and -(2**31) <= number < 2**31 else fallback
 
 
-def _int64(value: Any, fallback: int) -> int:
-    number = integer_or_none(value)
-    return number if number is not None and _INT64_MIN <= number <= INT64_MAX else fallback
-
-
 def _spec(spec: Any) -> TensorSpecC:
     """The C record of one port (see the module docstring for unrepresentable values)."""
     record = TensorSpecC()

@@ -132,13 +132,6 @@ class TileGeometry:
         """Channels a tile with `channels` actual channels stores (PadTo16 rounds each tile up to 16)."""
         return round_up(channels, 16) if self.padding == Padding.PAD_TO_16 else channels
 
-    def tile_extents(self, kc: int, kd: int, kh: int, kw: int) -> tuple[int, int, int, int]:
-        """Actual (D, H, W, C) extents of the tile with these tile indices."""
-        index = (kd, kh, kw, kc)
-        return tuple(  # type: ignore[return-value]
-            self.last[a] if index[a] == self.counts[a] - 1 else self.full[a] for a in range(4)
-        )
-
     def tile_offset(self, kc: int, kd: int, kh: int, kw: int) -> int:
         """Byte offset of a tile from its slice's start: the spans of the tiles before it in C/D/H/W order.
 
