@@ -524,7 +524,8 @@ def test_an_interrupted_build_leaves_complete_or_absent_targets_and_the_next_bui
     assert_complete_or_absent(project / "build")
 
     result = build_ok(project)  # SCons's database survived: it reads it, and reruns what it must
-    assert stage_counts(result)["vela"] == 1, output_of(result)
+    # Vela reruns unless the signal landed just after it finished (then its outputs are complete and recorded).
+    assert stage_counts(result)["vela"] <= 1, output_of(result)
     ours = snapshot(project / "build")
     assert sorted(ours) == sorted(big_reference)
     # the result bundle holds measurements (latency, time of the run): it is compared apart
