@@ -22,13 +22,12 @@ in PSRAM (the only memory it fits) and permitted to stream, this prints:
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from measure import timed
 
 from heliabuild.aot.config import AotConfig
 from heliabuild.aot.planner import make_plan
@@ -40,13 +39,6 @@ PLATFORM = "apollo510_evb"
 RULES = [{"pattern": "*", "residency": "stream", "memory": "PSRAM"}]
 TIMED_POOL = 256 * 1024
 POOL_SIZES = (16 * 1024, 64 * 1024, 96 * 1024, 128 * 1024, 256 * 1024, 496 * 1024)
-
-
-def _timed(action: Callable[[], object]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
 
 
 def _config(pool_bytes: int) -> AotConfig:
@@ -63,9 +55,8 @@ def main() -> int:
         source = Path(folder) / "large.tflite"
         save_model(synthesize("large", seed=args.seed), source)
         size = source.stat().st_size
-        operators = len(load_model(source).subgraphs[0].operators)
-
         loaded = load_model(source)
+        operators = len(loaded.subgraphs[0].operators)
 
         def plan() -> None:
             write_plan(source, Path(folder) / "timed", "large", PLATFORM, _config(TIMED_POOL))
@@ -75,9 +66,9 @@ def main() -> int:
 
         load_times, plan_times, memory_times = [], [], []
         for _ in range(args.rounds):
-            load_times.append(_timed(lambda: load_model(source)))
-            plan_times.append(_timed(plan))
-            memory_times.append(_timed(plan_in_memory))
+            load_times.append(timed(lambda: load_model(source)))
+            plan_times.append(timed(plan))
+            memory_times.append(timed(plan_in_memory))
 
         rows = []
         for pool_bytes in POOL_SIZES:

@@ -16,34 +16,15 @@ Targets: fence <= 1.5x load+save; fence peak memory <= 3x the model size.
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
 import tempfile
-import time
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
+
+from measure import peak_bytes, timed
 
 from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.model import load_model, save_model
 from heliabuild.synth import synthesize
-
-
-def _timed(action: Callable[[], object]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
-
-
-def _peak_bytes(action: Callable[[], object]) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        action()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def main() -> int:
@@ -68,10 +49,10 @@ def main() -> int:
 
         plain_times, fence_times = [], []
         for _ in range(args.rounds):
-            plain_times.append(_timed(load_and_save))
-            fence_times.append(_timed(fence))
-        plain_peak = _peak_bytes(load_and_save)
-        fence_peak = _peak_bytes(fence)
+            plain_times.append(timed(load_and_save))
+            fence_times.append(timed(fence))
+        plain_peak = peak_bytes(load_and_save)
+        fence_peak = peak_bytes(fence)
 
     plain, fenced = statistics.median(plain_times), statistics.median(fence_times)
     print(f"model: {operators} operators, {size / 1e6:.1f} MB, fences after {after_ops}")

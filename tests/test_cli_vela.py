@@ -7,10 +7,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 from helpers.checks import assert_not_written, assert_one_line_error
-from helpers.tflite import OP, Net, T
+from helpers.tflite import mixed_model
 
 from heliabuild.cli import VELA_DEFAULT_ACCELERATOR, VELA_OPTIMISE_CHOICES
 from heliabuild.fence import FencePlan, load_plan, plan_fences, rewrite_model_with_fences
@@ -140,22 +139,8 @@ def test_vela_with_a_configuration_file(cli, tmp_path: Path, model_file: Path) -
 
 @pytest.mark.slow
 def test_vela_warns_once_about_other_cpu_operators(cli, tmp_path: Path) -> None:
-    net = Net()
-    shape = (1, 4, 4, 8)
-    source = net.tensor("input", shape)
-    t0 = net.tensor("t0", shape)
-    net.op(OP.ADD, [source, net.tensor("c0", shape, data=bytes(128))], [t0])
-    f0 = net.tensor("f0", shape, T.FLOAT32, quant=None)
-    net.op(OP.DEQUANTIZE, [t0], [f0])
-    ones = np.ones(shape, np.float32).tobytes()
-    f1 = net.tensor("f1", shape, T.FLOAT32, quant=None)
-    net.op(OP.ADD, [f0, net.tensor("cf", shape, T.FLOAT32, data=ones, quant=None)], [f1])
-    out_tensor = net.tensor("output", shape)
-    q1 = net.tensor("q1", shape)
-    net.op(OP.QUANTIZE, [f1], [q1])
-    net.op(OP.ADD, [q1, net.tensor("c2", shape, data=bytes(128))], [out_tensor])
     fenced = tmp_path / "mixed_fenced.tflite"
-    rewrite_model_with_fences(net.model([source], [out_tensor]), [0]).save(fenced)
+    rewrite_model_with_fences(mixed_model(), [0]).save(fenced)
 
     result = cli("vela", fenced, "-o", tmp_path / "out")
     assert result.code == 0, result.err

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-import numpy as np
 import pytest
-from helpers.tflite import OP, Net, T, op_types
+from helpers.tflite import mixed_model, op_types
 
 from heliabuild.errors import HeliaError, ModelError, VelaError
 from heliabuild.fence import FenceBoundaries, load_sidecar, rewrite_model_with_fences, sidecar_path_for
@@ -338,25 +337,6 @@ def test_explicit_configuration_file_and_sections(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- a fenced model with other CPU operators
-
-
-def mixed_model():
-    """int8 ADD -> DEQUANTIZE -> float ADD -> QUANTIZE -> int8 ADD: the middle three stay on the CPU."""
-    net = Net()
-    shape = (1, 4, 4, 8)
-    source = net.tensor("input", shape)
-    t0 = net.tensor("t0", shape)
-    net.op(OP.ADD, [source, net.tensor("c0", shape, data=bytes(128))], [t0])
-    f0 = net.tensor("f0", shape, T.FLOAT32, quant=None)
-    net.op(OP.DEQUANTIZE, [t0], [f0])
-    ones = np.ones(shape, np.float32).tobytes()
-    f1 = net.tensor("f1", shape, T.FLOAT32, quant=None)
-    net.op(OP.ADD, [f0, net.tensor("cf", shape, T.FLOAT32, data=ones, quant=None)], [f1])
-    q1 = net.tensor("q1", shape)
-    net.op(OP.QUANTIZE, [f1], [q1])
-    out = net.tensor("output", shape)
-    net.op(OP.ADD, [q1, net.tensor("c2", shape, data=bytes(128))], [out])
-    return net.model([source], [out])
 
 
 @pytest.mark.slow

@@ -222,3 +222,22 @@ def random_inputs(content: bytes, seed: int) -> list[np.ndarray]:
         info = np.iinfo(detail["dtype"])
         arrays.append(rng.integers(info.min, info.max + 1, size=detail["shape"], dtype=detail["dtype"]))
     return arrays
+
+
+def mixed_model() -> Model:
+    """int8 ADD -> DEQUANTIZE -> float ADD -> QUANTIZE -> int8 ADD: the middle three stay on the CPU."""
+    net = Net()
+    shape = (1, 4, 4, 8)
+    source = net.tensor("input", shape)
+    t0 = net.tensor("t0", shape)
+    net.op(OP.ADD, [source, net.tensor("c0", shape, data=bytes(128))], [t0])
+    f0 = net.tensor("f0", shape, T.FLOAT32, quant=None)
+    net.op(OP.DEQUANTIZE, [t0], [f0])
+    ones = np.ones(shape, np.float32).tobytes()
+    f1 = net.tensor("f1", shape, T.FLOAT32, quant=None)
+    net.op(OP.ADD, [f0, net.tensor("cf", shape, T.FLOAT32, data=ones, quant=None)], [f1])
+    q1 = net.tensor("q1", shape)
+    net.op(OP.QUANTIZE, [f1], [q1])
+    out = net.tensor("output", shape)
+    net.op(OP.ADD, [q1, net.tensor("c2", shape, data=bytes(128))], [out])
+    return net.model([source], [out])
