@@ -1,0 +1,214 @@
+"""Bounded reading of the documents a user hands heliabuild (JSON, YAML, CSV, models).
+
+Every read of a user's file goes through here, so that no input can hang a command or exhaust memory:
+
+- only a regular file is read: a FIFO, a device (a symlink to /dev/zero) or a folder is refused without
+  blocking, and a read never goes past `limit` bytes;
+- text is strict UTF-8; a byte that is not is reported with its offset;
+- a parsed document holds only JSON values: objects with string keys, arrays, strings, finite numbers,
+  integers within 64 bits, booleans and null, nested at most `MAX_DEPTH` levels;
+- YAML anchors and aliases are refused (an alias bomb of a few hundred bytes expands to gigabytes in any
+  code that walks it), and so are YAML's non-JSON types (timestamps, binary, sets).
+
+Each failure is one error of the caller's class (a HeliaError) naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any
+
+from heliabuild.errors import HeliaError
+
+MAX_DOCUMENT_BYTES = 64 << 20
+"""The largest JSON, YAML or CSV document read (64 MiB): far above any heliabuild writes or reads."""
+
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects admitted in a document."""
+
+_INT64 = 1 << 63
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular_file(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    error: type[HeliaError] = HeliaError,
+    limit: int = MAX_DOCUMENT_BYTES,
+    follow_symlinks: bool = True,
+) -> bytes:
+    """The bytes of the regular file `path`, the `what` of the command (e.g. "policy").
+
+    Raises `error` naming `path` when it is missing, unreadable, not a regular file (never blocking on a
+    FIFO), a symlink while `follow_symlinks` is false, or larger than `limit` bytes (checked before and
+    while reading, so a file that grows is caught too)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        raise error(f"{path}: the {what} does not exist") from None
+    except IsADirectoryError:
+        raise error(f"{path}: the {what} is a folder, expected a file") from None
+    except OSError as failure:
+        if not follow_symlinks and os.path.islink(path):
+            raise error(f"{path}: the {what} is a symlink; only regular files are read here") from None
+        raise error(f"{path}: cannot read the {what}: {failure.strerror or failure}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise error(f"{path}: the {what} is {_kind(status.st_mode)}, expected a regular file")
+        if status.st_size > limit:
+            raise error(f"{path}: the {what} is {status.st_size} bytes, more than the {limit} bytes read here")
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(descriptor, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        if remaining <= 0:
+            raise error(f"{path}: the {what} grew past the {limit} bytes read here while it was read")
+        return b"".join(chunks)
+    except OSError as failure:
+        raise error(f"{path}: cannot read the {what}: {failure.strerror or failure}") from None
+    finally:
+        os.close(descriptor)
+
+
+def decode_text(data: bytes, source: str, what: str, *, error: type[HeliaError] = HeliaError) -> str:
+    """`data` as strict UTF-8 text; `error` names `source` and the offset of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as failure:
+        raise error(
+            f"{source}: the {what} is not UTF-8 text: byte 0x{data[failure.start]:02x} at offset {failure.start}"
+        ) from None
+
+
+def check_json_values(document: Any, source: str, what: str, *, error: type[HeliaError] = HeliaError) -> Any:
+    """`document` itself when it holds only JSON values (module docstring), each container once (a YAML
+    alias shares one); otherwise `error` naming `source` and the path of the first offending value."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, str, int]] = [(document, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        at = where or "(top level)"
+        if isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                raise error(f"{source}: the {what} nests deeper than {MAX_DEPTH} levels")
+            if id(value) in seen:
+                raise error(f"{source}: {at}: the {what} repeats a node (a YAML alias); write each value out")
+            seen.add(id(value))
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        raise error(f"{source}: {at}: key {str(key)[:40]!r} is not a string")
+                    stack.append((item, f"{where}.{key}" if where else key, depth + 1))
+            else:
+                stack.extend((item, f"{where}[{k}]", depth + 1) for k, item in enumerate(value))
+        elif isinstance(value, bool) or value is None or isinstance(value, str):
+            continue
+        elif isinstance(value, int):
+            if not -_INT64 <= value < _INT64:
+                raise error(f"{source}: {at}: the integer is out of range (more than 64 bits)")
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise error(f"{source}: {at}: {value!r} is not a finite number")
+        else:
+            raise error(f"{source}: {at}: a {type(value).__name__} value is not JSON; write it as a string")
+    return document
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(data: bytes | str, source: str, what: str, *, error: type[HeliaError] = HeliaError) -> Any:
+    """The JSON document in `data` (bytes are decoded as UTF-8), checked by `check_json_values`."""
+    text = decode_text(data, source, what, error=error) if isinstance(data, bytes | bytearray) else data
+    try:
+        document = json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as failure:
+        raise error(f"{source}: the {what} is not valid JSON: {failure}") from None
+    except RecursionError:
+        raise error(f"{source}: the {what} nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as failure:  # NaN/Infinity, or an integer of more digits than Python converts
+        raise error(f"{source}: the {what} is not valid JSON: {failure}") from None
+    return check_json_values(document, source, what, error=error)
+
+
+def _yaml_loader() -> type:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_yaml(text: str, source: str, what: str, *, error: type[HeliaError] = HeliaError) -> Any:
+    """The YAML document in `text` (with libyaml where installed), checked by `check_json_values`: no
+    aliases, no non-JSON types. An empty document is None."""
+    import yaml
+
+    if "*" in text or "&" in text:
+        _refuse_aliases(text, source, what, error)
+    try:
+        document = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader
+    except yaml.YAMLError as failure:
+        raise error(f"{source}: the {what} is not valid YAML: {' '.join(str(failure).split())}") from None
+    except RecursionError:
+        raise error(f"{source}: the {what} nests deeper than {MAX_DEPTH} levels") from None
+    return check_json_values(document, source, what, error=error)
+
+
+def _refuse_aliases(text: str, source: str, what: str, error: type[HeliaError]) -> None:
+    """Refuse an anchor or alias before anything is built from it (events only, no expansion)."""
+    import yaml
+
+    try:
+        for event in yaml.parse(text, Loader=_yaml_loader()):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise error(
+                    f"{source}: line {line}: the {what} uses a YAML anchor or alias; heliabuild does not "
+                    "read them (write each value out)"
+                )
+    except yaml.YAMLError as failure:
+        raise error(f"{source}: the {what} is not valid YAML: {' '.join(str(failure).split())}") from None
+
+
+def read_json(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    error: type[HeliaError] = HeliaError,
+    limit: int = MAX_DOCUMENT_BYTES,
+) -> Any:
+    """The JSON document in the regular file `path`, read and checked as this module says."""
+    return parse_json(read_regular_file(path, what, error=error, limit=limit), str(path), what, error=error)
+
+
+def read_text(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    error: type[HeliaError] = HeliaError,
+    limit: int = MAX_DOCUMENT_BYTES,
+) -> str:
+    """The UTF-8 text of the regular file `path` (a CSV, a YAML document), read as this module says."""
+    return decode_text(read_regular_file(path, what, error=error, limit=limit), str(path), what, error=error)
