@@ -1,7 +1,11 @@
 """The `heliabuild` command.
 
 Exit status: 0 on success, 2 for bad input or configuration (one line on
-stderr, nothing written), 1 for an internal fault.
+stderr, nothing written), 1 for an internal fault (and for a regression `compare --max-regression`
+finds), 130 when interrupted.
+Every command refuses an output path that is, contains or (for a folder read
+whole, such as a result bundle) lies inside one of its inputs
+(heliabuild.paths.check_outputs), before it writes anything.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from typing import NoReturn
 
 from heliabuild import __version__
 from heliabuild.errors import HeliaError
+from heliabuild.paths import check_outputs
 
 EXIT_BAD_INPUT = 2
+EXIT_REGRESSION = 1  # compare --max-regression found a figure that regressed by more than the limit
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,9 +41,19 @@ def _positions(text: str) -> list[int]:
     return positions
 
 
+def _named(what: str, paths: Sequence[Path] | None) -> list[tuple[str, Path]]:
+    """Each of `paths` (a repeatable option) named `what`, for heliabuild.paths.check_outputs."""
+    return [(what, path) for path in paths or ()]
+
+
 def _command_fence(args: argparse.Namespace) -> int:
     from heliabuild.fence import fence_model, load_plan, rewrite_model_with_fences
+    from heliabuild.fence.names import sidecar_path_for
 
+    check_outputs(
+        [("fenced model", args.output), ("sidecar", sidecar_path_for(args.output))],
+        [("model", args.model), ("fence plan", args.plan)],
+    )
     if args.plan is not None:
         result = fence_model(args.model, load_plan(args.plan))
     else:
@@ -64,6 +81,7 @@ def _command_unfence(args: argparse.Namespace) -> int:
     from heliabuild.fence import strip_fences
     from heliabuild.model import save_model
 
+    check_outputs([("unfenced model", args.output)], [("fenced model", args.fenced)])
     save_model(strip_fences(args.fenced), args.output)
     print(f"heliabuild: unfence {args.output}")
     return 0
@@ -85,6 +103,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of cycles") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of cycles")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 86400")
     return value
 
 
@@ -134,6 +162,10 @@ def _command_plan_fences(args: argparse.Namespace) -> int:
     from heliabuild.files import write_json
     from heliabuild.vela import compile
 
+    check_outputs(
+        [("fence plan", args.output)],
+        [("model", args.model), ("per-layer CSV", args.per_layer), *_named("Vela configuration", args.config)],
+    )
     warnings: tuple[str, ...] = ()
     if args.per_layer is not None:
         given = [name for name in _VELA_OPTIONS if getattr(args, name) is not None]
@@ -157,6 +189,15 @@ def _command_plan_fences(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_prefix(model: Path) -> str:
+    """The module prefix SCons's pipeline gives MODEL's plan: the file stem without Vela's `_vela` and then
+    the fence stage's `_fenced` suffix (kws_fenced_vela.tflite -> kws), made a C identifier as
+    heliabuild.scons.aot.prefix_of makes a pipeline's name one."""
+    from heliabuild.scons.aot import prefix_of
+
+    return prefix_of(model.stem.removesuffix("_vela").removesuffix("_fenced"))
+
+
 def _command_aot_plan(args: argparse.Namespace) -> int:
     from heliabuild.aot.platforms import platforms_table
 
@@ -168,23 +209,32 @@ def _command_aot_plan(args: argparse.Namespace) -> int:
             raise HeliaError(f"--list-platforms takes no other argument (got {option})")
         sys.stdout.write(platforms_table())
         return 0
-    missing = [f"--{name}" for name in ("prefix", "platform") if getattr(args, name) is None]
-    if args.model is None:
-        missing.insert(0, "MODEL")
-    if args.output is None:
-        missing.append("-o OUTDIR")
+    missing = [name for name, value in (("MODEL", args.model), ("-o OUTDIR", args.output)) if value is None]
     if missing:
         raise HeliaError(
             f"aot-plan needs {', '.join(missing)}",
-            hint="heliabuild aot-plan MODEL --prefix P --platform NAME -o OUTDIR, or --list-platforms",
+            hint="heliabuild aot-plan MODEL [--prefix P] [--platform NAME] -o OUTDIR, or --list-platforms",
         )
+    if args.prefix is None:
+        args.prefix = _default_prefix(args.model)
+    if args.platform is None:
+        args.platform = AOT_DEFAULT_PLATFORM
 
     from heliabuild.aot.config import AotConfig, load_config
-    from heliabuild.aot.stage import write_plan
+    from heliabuild.aot.stage import output_names, write_plan
 
     config = load_config(args.config) if args.config is not None else AotConfig()
     if args.plan is not None:  # relative to the working directory, made absolute by the configuration
         config = config.with_plan(args.plan)
+    check_outputs(
+        _named("plan or report", [args.output / name for name in output_names(args.prefix)]),
+        [
+            ("model", args.model),
+            ("configuration", args.config),
+            ("input plan", config.plan_path),
+            ("per-layer CSV", args.vela_per_layer),
+        ],
+    )
     outputs = write_plan(args.model, args.output, args.prefix, args.platform, config, args.vela_per_layer)
     print(f"heliabuild: aot-plan {outputs.plan}")
     print(f"heliabuild: aot-plan {outputs.report}")
@@ -195,11 +245,26 @@ def _command_aot_plan(args: argparse.Namespace) -> int:
 
 def _command_runner(args: argparse.Namespace) -> int:
     from heliabuild.runner.freeze import build_runner
+    from heliabuild.runner.policy import load_policy
 
+    policy = load_policy(args.policy) if args.policy is not None else None
+    tensor_inputs = [] if policy is None else [policy.input_path(entry) for entry in policy.tensor_io or ()]
+    check_outputs(
+        [("runner folder", args.output)],
+        [
+            ("model", args.model),
+            ("sidecar", args.sidecar),
+            ("Vela model", args.vela_model),
+            ("segments JSON", args.segments),
+            ("AOT plan", args.aot_plan),
+            ("policy", args.policy),
+            *_named("tensor input", tensor_inputs),
+        ],
+    )
     runner_json = build_runner(
         args.output,
         model=args.model,
-        policy=args.policy,
+        policy=policy,
         sidecar=args.sidecar,
         vela_model=args.vela_model,
         segments=args.segments,
@@ -214,10 +279,14 @@ def _command_run(args: argparse.Namespace) -> int:
     """`run` and `run-build`: the same execution path (heliabuild.runner.lifecycle.run_runner) on a retained
     runner, which is verified (format, schema, file hashes) and never rebuilt; the receipt is checked
     before the bundle is published."""
+    from heliabuild.results.bundle import check_bundle_target
     from heliabuild.results.reader import load_result
     from heliabuild.runner.lifecycle import run_runner
 
-    result_json = run_runner(args.runner, args.output)
+    runner_folder = args.runner if args.runner.is_dir() else args.runner.parent
+    check_outputs([("result bundle", args.output)], [("runner", args.runner), ("runner folder", runner_folder)])
+    check_bundle_target(args.output)  # again when the bundle is published, after the run
+    result_json = run_runner(args.runner, args.output, timeout_s=args.timeout)
     print(f"heliabuild: {args.command} {result_json}")
     result = load_result(result_json.parent)
     if result.receipt is not None:
@@ -230,13 +299,24 @@ def _command_run(args: argparse.Namespace) -> int:
 
 
 def _command_show(args: argparse.Namespace) -> int:
-    from heliabuild.results.export import plot_svg, show_result
+    """A result bundle (its folder or result.json) as tables, optionally plotted; any other .json file as
+    Vela's segments.json (heliabuild.results.export.show_segments)."""
+    from heliabuild.results.export import plot, show_result, show_segments
     from heliabuild.results.reader import load_result
 
+    if args.result.suffix == ".json" and args.result.name != "result.json":
+        if args.plot is not None:
+            raise HeliaError(
+                f"{args.result}: --plot plots a result bundle, not a segments.json",
+                hint="show the segments.json without --plot, or plot the bundle of a run",
+            )
+        sys.stdout.write(show_segments(args.result))
+        return 0
     result = load_result(args.result)
     text = show_result(result)
     if args.plot is not None:
-        plot_svg(result, args.plot)
+        check_outputs([("plot", args.plot)], [], [("result bundle", result.path)])
+        plot(result, args.plot)
     sys.stdout.write(text)
     if args.plot is not None:
         print(f"heliabuild: plot {args.plot}")
@@ -250,10 +330,38 @@ def _command_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_ops(args: argparse.Namespace) -> int:
+    from heliabuild.vela.ops_table import format_table, operator_table
+
+    sys.stdout.write(format_table(operator_table(args.model, args.vela_per_layer), args.format))
+    return 0
+
+
+def _command_compare(args: argparse.Namespace) -> int:
+    """The comparison on stdout; exit 1 (EXIT_REGRESSION) when --max-regression finds a regression."""
+    from heliabuild.results.compare import compare, format_comparison
+
+    comparison = compare(args.base, args.new, force=args.force, max_regression=args.max_regression)
+    sys.stdout.write(format_comparison(comparison, args.format))
+    return EXIT_REGRESSION if comparison.regressions else 0
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of percent") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite, non-negative percent")
+    return value
+
+
 # heliabuild.vela's DEFAULT_ACCELERATOR and OPTIMISE_CHOICES, spelled out so that building the parser
 # does not import Vela's stage (tests check they agree).
 VELA_DEFAULT_ACCELERATOR = "ethos-u55-128"
 VELA_OPTIMISE_CHOICES = ("Size", "Performance")
+# heliabuild.scons.aot.DEFAULT_PLATFORM, spelled out for the same reason (tests check they agree).
+AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"
 
 
 def _add_vela_options(parser: argparse.ArgumentParser) -> None:
@@ -276,7 +384,7 @@ def _add_vela_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="heliabuild", description="Build TFLite models for Arm Ethos-U NPUs.")
     parser.add_argument("--version", action="version", version=f"heliabuild {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     fence = commands.add_parser("fence", help="insert ETHOS_U_STREAM_SPLIT fences and write the sidecar")
     fence.add_argument("model", type=Path, help="the unfenced .tflite model")
@@ -333,8 +441,16 @@ def build_parser() -> argparse.ArgumentParser:
         "aot-plan", help="write the heliaAOT plan and report of a model for a platform (docs/aot-plan.md)"
     )
     aot.add_argument("model", type=Path, nargs="?", help="the .tflite model (normally Vela's output)")
-    aot.add_argument("--prefix", help="the module prefix, a C identifier; names <prefix>_plan.json and _report.json")
-    aot.add_argument("--platform", metavar="NAME", help="the target (see --list-platforms)")
+    aot.add_argument(
+        "--prefix",
+        help="the module prefix, a C identifier; names <prefix>_plan.json and _report.json "
+        "(default: as SCons, the model's stem without _vela and _fenced, e.g. kws for kws_fenced_vela.tflite)",
+    )
+    aot.add_argument(
+        "--platform",
+        metavar="NAME",
+        help=f"the target (see --list-platforms; default: as SCons, {AOT_DEFAULT_PLATFORM})",
+    )
     aot.add_argument("--config", type=Path, metavar="FILE", help="a YAML or JSON configuration (docs/aot-plan.md)")
     aot.add_argument(
         "--plan",
@@ -356,7 +472,13 @@ def build_parser() -> argparse.ArgumentParser:
     runner.add_argument("--segments", type=Path, metavar="JSON", help="Vela's <stem>_segments.json of it")
     runner.add_argument("--aot-plan", type=Path, metavar="PLAN", help="the AOT plan of Vela's model (recorded by hash)")
     runner.add_argument("--policy", type=Path, metavar="FILE", help="a YAML/JSON measurement policy (default: none)")
-    runner.add_argument("--backend", choices=("litert", "fvp"), default="litert", help=argparse.SUPPRESS)
+    runner.add_argument(
+        "--backend",
+        choices=("litert", "qemu-m55", "fvp"),
+        default="litert",
+        help="litert: the host (default); qemu-m55: heliabuild's AOT firmware on QEMU's Cortex-M55 "
+        "(needs --aot-plan made for mps3_an547 from MODEL); fvp: needs an Arm FVP",
+    )
     runner.add_argument("-o", "--output", type=Path, required=True, metavar="RUNNER_DIR", help="the runner folder")
     runner.set_defaults(run=_command_runner)
 
@@ -370,11 +492,24 @@ def build_parser() -> argparse.ArgumentParser:
         run = commands.add_parser(name, help=text)
         run.add_argument("runner", type=Path, metavar="RUNNER_JSON", help="RUNNER_DIR/runner.json")
         run.add_argument("-o", "--output", type=Path, required=True, metavar="RESULT_DIR", help="the bundle folder")
+        run.add_argument(
+            "--timeout",
+            type=_positive_seconds,
+            metavar="SECONDS",
+            help="the wall-clock limit of a run on a simulated target (qemu-m55; default 120)",
+        )
         run.set_defaults(run=_command_run)
 
-    show = commands.add_parser("show", help="print a verified result bundle as tables")
-    show.add_argument("result", type=Path, metavar="RESULT", help="the result bundle folder")
-    show.add_argument("--plot", type=Path, metavar="FILE.svg", help="also write an SVG plot")
+    show = commands.add_parser("show", help="print a verified result bundle (or a Vela segments.json) as tables")
+    show.add_argument(
+        "result", type=Path, metavar="RESULT", help="the result bundle folder, or Vela's <stem>_segments.json"
+    )
+    show.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.svg|FILE.png",
+        help="also write a plot: SVG (no dependency) or PNG (with the optional matplotlib extra)",
+    )
     show.set_defaults(run=_command_show)
 
     export = commands.add_parser("export", help="export a verified result bundle's statistics or samples")
@@ -382,13 +517,62 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--fields", choices=("statistics", "samples"), default="statistics")
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.set_defaults(run=_command_export)
+
+    ops = commands.add_parser("ops", help="list a model's operators (and Vela's estimate of each) to choose fences")
+    ops.add_argument("model", type=Path, metavar="MODEL", help="the .tflite model, fenced or not")
+    ops.add_argument(
+        "--vela-per-layer", type=Path, metavar="CSV", help="Vela's per-layer CSV of MODEL: adds cycles and placement"
+    )
+    ops.add_argument("--format", choices=("text", "json"), default="text", help="the terminal table or JSON")
+    ops.set_defaults(run=_command_ops)
+
+    compare = commands.add_parser(
+        "compare", help="compare two result bundles (or two Vela segments.json): estimates, measurements, options"
+    )
+    compare.add_argument("base", type=Path, metavar="BASE", help="the earlier bundle folder or segments.json")
+    compare.add_argument("new", type=Path, metavar="NEW", help="the later one, of the same kind")
+    compare.add_argument(
+        "--format",
+        choices=("text", "md", "json"),
+        default="text",
+        help="the terminal, Markdown for a CI comment, or JSON",
+    )
+    compare.add_argument(
+        "--force", action="store_true", help="compare another model or segment layout anyway (listing why not)"
+    )
+    compare.add_argument(
+        "--max-regression",
+        type=_percent,
+        metavar="PERCENT",
+        help="exit 1 when an estimate or a measured median grew by more than PERCENT",
+    )
+    compare.set_defaults(run=_command_compare)
     return parser
 
 
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Shell completion through argcomplete: inside a completion request (the shell hook
+    `eval "$(register-python-argcomplete heliabuild)"` sets _ARGCOMPLETE) it prints the candidates and
+    exits; otherwise it returns at once."""
+    import argcomplete
+
+    argcomplete.autocomplete(parser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; its exit status (module docstring). An interrupt (SIGINT) prints one line and
+    exits 130; every stage cleans up its temporary files on the way out, so nothing partial is left."""
     try:
+        parser = build_parser()
+        _complete(parser)
+        args = parser.parse_args(argv)
+        if args.command is None:  # bare `heliabuild`: what it can do
+            sys.stdout.write(parser.format_help())
+            return 0
         return args.run(args)
+    except KeyboardInterrupt:
+        print("heliabuild: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except HeliaError as error:
         hint = f" (hint: {error.hint})" if error.hint else ""
         print(f"heliabuild: error: {error.message}{hint}", file=sys.stderr)

@@ -5,10 +5,12 @@ Every read of a user's file goes through here, so that no input can hang a comma
 - only a regular file is read: a FIFO, a device (a symlink to /dev/zero) or a folder is refused without
   blocking, and a read never goes past `limit` bytes;
 - text is strict UTF-8; a byte that is not is reported with its offset;
-- a parsed document holds only JSON values: objects with string keys, arrays, strings, finite numbers,
-  integers within 64 bits, booleans and null, nested at most `MAX_DEPTH` levels;
+- a parsed document holds only JSON values: objects with string keys, arrays, strings (Unicode text: no
+  lone surrogate), finite numbers, integers within 64 bits, booleans and null, nested at most `MAX_DEPTH`
+  levels;
 - YAML anchors and aliases are refused (an alias bomb of a few hundred bytes expands to gigabytes in any
-  code that walks it), and so are YAML's non-JSON types (timestamps, binary, sets).
+  code that walks it), and so are YAML's non-JSON types (timestamps, binary, sets);
+- a message quotes a user's value through `shown`, which bounds it (a long string or list is cut).
 
 Each failure is one error of the caller's class (a HeliaError) naming the file.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import reprlib
 import stat
 from typing import Any
 
@@ -62,9 +65,11 @@ def read_regular_file(
     try:
         descriptor = os.open(path, flags)
     except FileNotFoundError:
-        raise error(f"{path}: the {what} does not exist") from None
+        raise error(f"{path}: cannot read the {what}: it does not exist") from None
     except IsADirectoryError:
         raise error(f"{path}: the {what} is a folder, expected a file") from None
+    except ValueError:  # a NUL byte, or a lone surrogate that no file name can hold
+        raise error(f"{shown(os.fspath(path))}: cannot read the {what}: not a usable file name") from None
     except OSError as failure:
         if not follow_symlinks and os.path.islink(path):
             raise error(f"{path}: the {what} is a symlink; only regular files are read here") from None
@@ -109,21 +114,29 @@ def check_json_values(document: Any, source: str, what: str, *, error: type[Heli
     stack: list[tuple[Any, str, int]] = [(document, "", 0)]
     while stack:
         value, where, depth = stack.pop()
-        at = where or "(top level)"
+        at = where if len(where) <= 100 else "..." + where[-97:]
+        at = at or "(top level)"
         if isinstance(value, dict | list):
             if depth >= MAX_DEPTH:
                 raise error(f"{source}: the {what} nests deeper than {MAX_DEPTH} levels")
             if id(value) in seen:
                 raise error(f"{source}: {at}: the {what} repeats a node (a YAML alias); write each value out")
             seen.add(id(value))
+            children: list[tuple[Any, str, int]] = []
             if isinstance(value, dict):
                 for key, item in value.items():
                     if not isinstance(key, str):
-                        raise error(f"{source}: {at}: key {str(key)[:40]!r} is not a string")
-                    stack.append((item, f"{where}.{key}" if where else key, depth + 1))
+                        raise error(f"{source}: {at}: key {shown(key)} is not a string")
+                    if not _is_unicode(key):
+                        raise error(f"{source}: {at}: key {shown(key)} holds a lone surrogate, not Unicode text")
+                    children.append((item, f"{where}.{key}" if where else key, depth + 1))
             else:
-                stack.extend((item, f"{where}[{k}]", depth + 1) for k, item in enumerate(value))
-        elif isinstance(value, bool) or value is None or isinstance(value, str):
+                children.extend((item, f"{where}[{k}]", depth + 1) for k, item in enumerate(value))
+            stack.extend(reversed(children))  # popped in document order: the first offence is the one named
+        elif isinstance(value, str):
+            if not _is_unicode(value):
+                raise error(f"{source}: {at}: {shown(value)} holds a lone surrogate, not Unicode text")
+        elif isinstance(value, bool) or value is None:
             continue
         elif isinstance(value, int):
             if not -_INT64 <= value < _INT64:
@@ -136,20 +149,49 @@ def check_json_values(document: Any, source: str, what: str, *, error: type[Heli
     return document
 
 
+def _is_unicode(text: str) -> bool:
+    """Whether `text` is Unicode text: no lone surrogate (JSON's "\\ud800" escape), which no file, name or
+    UTF-8 output can hold."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
+
+
+class _IntegerTooLong(ValueError):
+    """An integer literal of more digits than any 64-bit integer has."""
+
+
+def _parse_int(literal: str) -> int:
+    """`literal` as an int, refused before conversion when it is longer than any 64-bit integer (converting a
+    huge literal costs quadratic time, and Python refuses more than 4300 digits)."""
+    if len(literal.lstrip("-")) > 19:
+        raise _IntegerTooLong(literal)
+    return int(literal)
 
 
 def parse_json(data: bytes | str, source: str, what: str, *, error: type[HeliaError] = HeliaError) -> Any:
     """The JSON document in `data` (bytes are decoded as UTF-8), checked by `check_json_values`."""
     text = decode_text(data, source, what, error=error) if isinstance(data, bytes | bytearray) else data
     try:
-        document = json.loads(text, parse_constant=_refuse_constant)
+        document = json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int)
+    except _IntegerTooLong as failure:
+        raise error(
+            f"{source}: the {what} holds an integer of {len(str(failure).lstrip('-'))} digits, out of range "
+            "(more than 64 bits)"
+        ) from None
     except json.JSONDecodeError as failure:
         raise error(f"{source}: the {what} is not valid JSON: {failure}") from None
     except RecursionError:
         raise error(f"{source}: the {what} nests deeper than {MAX_DEPTH} levels") from None
-    except ValueError as failure:  # NaN/Infinity, or an integer of more digits than Python converts
+    except ValueError as failure:  # NaN/Infinity
         raise error(f"{source}: the {what} is not valid JSON: {failure}") from None
     return check_json_values(document, source, what, error=error)
 
@@ -168,11 +210,13 @@ def parse_yaml(text: str, source: str, what: str, *, error: type[HeliaError] = H
     if "*" in text or "&" in text:
         _refuse_aliases(text, source, what, error)
     try:
-        document = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader
+        document = yaml.load(text, Loader=_yaml_loader())  # a safe loader (CSafeLoader or SafeLoader)
     except yaml.YAMLError as failure:
-        raise error(f"{source}: the {what} is not valid YAML: {' '.join(str(failure).split())}") from None
+        raise error(f"{source}: the {what} is not valid YAML: {_yaml_problem(failure)}") from None
     except RecursionError:
         raise error(f"{source}: the {what} nests deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, OverflowError) as failure:  # an integer of over 4300 digits, a date such as 2001-02-30
+        raise error(f"{source}: the {what} holds a value YAML cannot convert: {str(failure)[:120]}") from None
     return check_json_values(document, source, what, error=error)
 
 
@@ -189,7 +233,16 @@ def _refuse_aliases(text: str, source: str, what: str, error: type[HeliaError]) 
                     "read them (write each value out)"
                 )
     except yaml.YAMLError as failure:
-        raise error(f"{source}: the {what} is not valid YAML: {' '.join(str(failure).split())}") from None
+        raise error(f"{source}: the {what} is not valid YAML: {_yaml_problem(failure)}") from None
+
+
+def _yaml_problem(failure: Exception) -> str:
+    """What a YAML parser reports, with its line and column, in at most about 200 characters."""
+    mark = getattr(failure, "problem_mark", None)
+    problem = getattr(failure, "problem", None) or " ".join(str(failure).split())
+    where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+    text = f"{problem}{where}"
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def read_json(
@@ -201,6 +254,40 @@ def read_json(
 ) -> Any:
     """The JSON document in the regular file `path`, read and checked as this module says."""
     return parse_json(read_regular_file(path, what, error=error, limit=limit), str(path), what, error=error)
+
+
+def read_yaml(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    error: type[HeliaError] = HeliaError,
+    limit: int = MAX_DOCUMENT_BYTES,
+) -> Any:
+    """The YAML document (JSON reads as YAML too) in the regular file `path`, read and checked as this module
+    says; None for an empty document."""
+    return parse_yaml(read_text(path, what, error=error, limit=limit), str(path), what, error=error)
+
+
+class _ShortRepr(reprlib.Repr):
+    """reprlib's bounded repr, with integers of any size (Python's repr refuses more than 4300 digits)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if -_INT64 <= x < _INT64:
+            return repr(x)
+        return f"<an integer of {x.bit_length()} bits>"
+
+
+_SHORT = _ShortRepr()
+_SHORT.maxlevel = 3
+_SHORT.maxdict = _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = 6
+_SHORT.maxstring = _SHORT.maxother = 72  # a SHA-256 in hex stays whole
+
+
+def shown(value: object) -> str:
+    """The repr of a user's `value` for a message, at most 100 characters (a long value is cut, with "..."),
+    computed without walking the whole value: a message never carries an unbounded value."""
+    text = _SHORT.repr(value)
+    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def read_text(

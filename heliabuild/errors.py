@@ -102,3 +102,8 @@ class PolicyError(HeliaError):
 class RunnerError(HeliaError):
     """A runner that cannot be built or run: inputs bound to another model, an unsupported format or backend,
     or a model the host backend cannot cut into segments."""
+
+
+class FirmwareError(HeliaError):
+    """A firmware that cannot be built or run, or whose output the host cannot trust: a missing toolchain or
+    QEMU, a fault, a timeout, a non-zero exit, or a record stream that is malformed, incomplete or tampered."""

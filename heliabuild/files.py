@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,24 +36,71 @@ def json_text(document: Any) -> str:
     return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_atomic(path: str | os.PathLike[str], chunks: bytes | Iterable[bytes | memoryview]) -> None:
-    """Write `chunks` to `path` through a temporary file in the same folder."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+@contextlib.contextmanager
+def errors_naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Re-raise an OSError of the block as the same error naming `path`, the user's target, instead of the
+    temporary file or folder it happened on (so a read-only folder is reported as the path the user gave)."""
     try:
-        with os.fdopen(handle, "wb") as stream:
-            if isinstance(chunks, bytes | bytearray | memoryview):
-                stream.write(chunks)
-            else:
-                for chunk in chunks:
-                    stream.write(chunk)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
+        yield
+    except OSError as failure:
+        if failure.errno is None:
+            raise
+        raise OSError(failure.errno, failure.strerror, str(path)) from None
+
+
+def make_folders(path: str | os.PathLike[str]) -> list[Path]:
+    """Create the folder `path` and its missing parents; the folders this call created, outermost first
+    (none when `path` already is a folder). A failure removes them again and raises the OSError."""
+    target = Path(path)
+    missing = [folder for folder in (target, *target.parents) if not folder.is_dir()]
+    created: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                if not folder.is_dir():
+                    raise
+                continue
+            created.append(folder)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+        remove_folders(created)
         raise
+    return created
+
+
+def remove_folders(created: Iterable[Path]) -> None:
+    """Remove the folders `make_folders` created, innermost first, each only while it is empty."""
+    for folder in reversed(list(created)):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def write_atomic(path: str | os.PathLike[str], chunks: bytes | Iterable[bytes | memoryview]) -> None:
+    """Write `chunks` to `path` through a temporary file in the same folder (its missing parent folders are
+    created). On failure nothing is left: no temporary file, no folder this call created; an OSError names
+    `path`, never the temporary file."""
+    target = Path(path)
+    temporary: str | None = None
+    created: list[Path] = []
+    with errors_naming(target):
+        try:
+            created = make_folders(target.parent)
+            handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            with os.fdopen(handle, "wb") as stream:
+                if isinstance(chunks, bytes | bytearray | memoryview):
+                    stream.write(chunks)
+                else:
+                    for chunk in chunks:
+                        stream.write(chunk)
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, target)
+        except BaseException:
+            if temporary is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary)
+            remove_folders(created)
+            raise
 
 
 def write_json(path: str | os.PathLike[str], document: Any) -> None:

@@ -87,3 +87,24 @@ def cli(capsys: pytest.CaptureFixture[str]):
         return CliResult(code=code, out=captured.out, err=captured.err)
 
     return run
+
+
+def require_firmware_tools() -> None:
+    """Skip (fail under CI, whose .ci/run installs them) when the Arm toolchain or QEMU is missing."""
+    import os
+    import shutil
+
+    for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
+        if shutil.which(tool) is None:
+            if os.environ.get("CI"):
+                pytest.fail(f"{tool} is not on PATH under CI; .ci/run installs it")
+            pytest.skip(f"{tool} is not on PATH (Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)")
+
+
+@pytest.fixture(scope="session")
+def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Cortex-M55 firmware library (kernels + harness), built once for the whole session."""
+    require_firmware_tools()
+    from heliabuild.firmware.build import build_library
+
+    return build_library(tmp_path_factory.mktemp("firmware-library"))

@@ -127,7 +127,7 @@ def test_tensor_rules_merge_field_by_field_later_wins() -> None:
         ("memory: {stream_pool: {memory: DTCM}}\n", "memory.stream_pool: 'bytes' is a required property"),
         ("memory: {stream_pool: {memory: DTCM, bytes: 64, alignment: 24}}\n", "24 is not a power of two"),
         ("- just\n- a list\n", "a configuration is a mapping, found list"),
-        ("optimization: [goal\n", "not YAML"),
+        ("optimization: [goal\n", "the configuration is not valid YAML"),
     ],
 )
 def test_configuration_file_errors_name_the_file_and_the_field(tmp_path: Path, text: str, fragment: str) -> None:
@@ -143,7 +143,7 @@ def test_unreadable_and_non_json_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the configuration"):
         load_config(tmp_path / "missing.yaml")
     (tmp_path / "aot.json").write_text("goal: latency\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="not JSON") as caught:
+    with pytest.raises(ConfigError, match="the configuration is not valid JSON") as caught:
         load_config(tmp_path / "aot.json")
     assert ".yaml" in caught.value.hint
 

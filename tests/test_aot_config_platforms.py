@@ -109,7 +109,7 @@ def test_a_platforms_file_of_ones_own_is_validated(tmp_path: Path) -> None:
     with pytest.raises(PlatformError, match="constant_memory 'FLASH'"):
         load_platforms(path)
     path.write_text("{", encoding="utf-8")
-    with pytest.raises(PlatformError, match="not JSON"):
+    with pytest.raises(PlatformError, match="the platform table is not valid JSON"):
         load_platforms(path)
 
 

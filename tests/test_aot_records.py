@@ -335,11 +335,11 @@ def test_a_known_field_of_the_wrong_type_is_rejected_naming_it(edit, message: st
 
 
 def test_unreadable_files_are_read_errors(tmp_path: Path) -> None:
-    with pytest.raises(PlanReadError, match=r"missing\.json is not an optimization plan .*: the file cannot be read"):
+    with pytest.raises(PlanReadError, match=r"missing\.json is not an optimization plan .*: cannot read the file"):
         load_plan(tmp_path / "missing.json")
     broken = tmp_path / "broken.json"
     broken.write_text("{", encoding="utf-8")
-    with pytest.raises(PlanReadError, match=r"the file is not JSON \(.*line 1"):
+    with pytest.raises(PlanReadError, match=r"the file is not valid JSON: .*line 1"):
         load_plan(broken)
     with pytest.raises(PlanReadError, match="expected a JSON object, found"):
         OptimizationPlan.from_json([], "list.json")

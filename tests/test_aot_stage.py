@@ -180,7 +180,8 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(cli, models, tmp_pat
 
 
 def test_the_command_needs_its_arguments(cli, models) -> None:
-    assert_one_line_error(cli("aot-plan", models["vela"]), "aot-plan needs --prefix, --platform, -o OUTDIR")
+    assert_one_line_error(cli("aot-plan", models["vela"]), "aot-plan needs -o OUTDIR")
+    assert_one_line_error(cli("aot-plan", "--prefix", "kws"), "aot-plan needs MODEL, -o OUTDIR")
     assert_one_line_error(cli("aot-plan", "--list-platforms", models["vela"]), "takes no other argument (got MODEL)")
 
 

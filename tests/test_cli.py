@@ -238,9 +238,8 @@ def test_output_that_is_a_folder(cli, tmp_path: Path, model_file: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.tflite", "in"]
 
 
-def test_unknown_command_and_no_command(cli) -> None:
+def test_unknown_command(cli) -> None:
     assert_one_line_error(cli("frobnicate"), "frobnicate")
-    assert_one_line_error(cli(), "command")
 
 
 # ---------------------------------------------------------------- the installed console script

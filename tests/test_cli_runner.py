@@ -96,7 +96,7 @@ def test_runner_then_run_write_a_verified_bundle(cli, inputs: dict[str, Path], t
     assert facts is not None and facts.warmup_invokes == 1 and facts.measured_invokes == 3
     samples = measurement_samples(loaded)
     assert [s.index for s in samples] == [0, 1, 2]
-    assert all(s.cycles is not None and len(s.cycles["segments"]) == 3 for s in samples)
+    assert all(s.cycles is None and s.segment_latency_s is not None and len(s.segment_latency_s) == 3 for s in samples)
 
 
 def test_run_build_reruns_the_retained_runner_without_rebuilding_it(
@@ -125,12 +125,15 @@ def test_export_samples_and_statistics(cli, bundle: tuple[Path, Path]) -> None:
     _, result_dir = bundle
     rows = list(csv.DictReader(io.StringIO(cli("export", result_dir, "--fields", "samples", "--format", "csv").out)))
     assert [row["index"] for row in rows] == ["0", "1", "2"]
-    assert rows[0]["cycles_total"] == str(sum(int(rows[0][f"cycles_segment_{k}"]) for k in range(3)))
+    assert rows[0]["cycles_total"] == "" and all(rows[0][f"cycles_segment_{k}"] == "" for k in range(3))
+    latencies = [float(rows[0][f"segment_latency_s_{k}"]) for k in range(3)]
+    assert float(rows[0]["latency_s"]) == pytest.approx(sum(latencies), rel=1e-12)
     assert (result_dir / "run_summary.csv").read_text(encoding="utf-8") == cli(
         "export", result_dir, "--fields", "samples", "--format", "csv"
     ).out
     statistics = json.loads(cli("export", result_dir, "--fields", "statistics", "--format", "json").out)
-    assert statistics["counters"]["cycles.total"]["count"] == 3
+    assert statistics["counters"]["cycles.total"] is None
+    assert statistics["float"]["latency_s"]["count"] == 3
     samples = json.loads(cli("export", result_dir, "--fields", "samples", "--format", "json").out)
     assert len(samples) == 3
     table = cli("export", result_dir, "--format", "csv").out

@@ -271,7 +271,17 @@ def test_vela_failure_quotes_vela(cli, tmp_path: Path, model_file: Path) -> None
     result = cli("vela", model_file, "-o", out, "--system-config", "Foo")
     line = assert_one_line_error(result, "Vela failed", "Section System_Config.Foo not found")
     assert line.startswith(f"heliabuild: error: {model_file}: ")
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # the folder the command created is removed again
+
+
+def test_vela_failure_keeps_an_existing_output_folder(cli, tmp_path: Path, model_file: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_bytes(b"mine")
+    result = cli("vela", model_file, "-o", out, "--system-config", "Foo")
+    assert_one_line_error(result, "Vela failed")
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert (out / "notes.txt").read_bytes() == b"mine"
 
 
 @pytest.mark.parametrize(

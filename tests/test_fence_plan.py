@@ -113,7 +113,7 @@ def test_load_plan_reads_and_validates(tmp_path: Path, bound_plan: FencePlan) ->
     with pytest.raises(FenceError, match="cannot read the fence plan"):
         load_plan(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(FenceError, match="not a JSON fence plan"):
+    with pytest.raises(FenceError, match="the fence plan is not valid JSON"):
         load_plan(tmp_path / "bad.json")
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 from helpers.tflite import OP, Net, T, opcode
+from hypothesis import given
+from hypothesis import strategies as st
 
 from heliabuild.model import (
     Graph,
@@ -91,6 +93,38 @@ def test_an_operator_reading_a_tensor_twice_is_one_consumer() -> None:
     x, y = net.tensor("x"), net.tensor("y")
     net.op(OP.ADD, [x, x], [y])
     assert Graph.of(net.model([x], [y]).subgraphs[0]).consumers[x] == (0,)
+
+
+def _live_by_definition(graph: Graph, subgraph, after_op: int) -> list[int]:
+    """Graph.live_after's contract, spelled out: the outputs of `after_op` first, then by producer."""
+    crossing = [
+        (0 if producer == after_op else 1, producer, position, tensor)
+        for tensor, producer in graph.producer.items()
+        if producer <= after_op
+        and (tensor in graph.graph_outputs or any(r > after_op for r in graph.consumers.get(tensor, ())))
+        for position in [indices(subgraph.operators[producer].outputs).index(tensor)]
+    ]
+    return [tensor for *_, tensor in sorted(crossing)]
+
+
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(0, 40), max_size=3), st.lists(st.integers(0, 40), min_size=1, max_size=3)),
+        min_size=1,
+        max_size=25,
+    ),
+    st.lists(st.integers(0, 40), max_size=3),
+)
+def test_live_after_each_matches_the_definition_at_every_cut(ops: list, outputs: list[int]) -> None:
+    net = Net()
+    tensors = [net.tensor(f"t{i}") for i in range(41)]
+    for reads, writes in ops:
+        net.op(OP.ADD, [tensors[t] for t in reads], [tensors[t] for t in writes])
+    subgraph = net.model([], outputs).subgraphs[0]
+    graph = Graph.of(subgraph)
+    every = graph.live_after_each(subgraph, range(len(ops)))
+    for after_op in range(len(ops)):
+        assert every[after_op] == graph.live_after(subgraph, after_op) == _live_by_definition(graph, subgraph, after_op)
 
 
 @pytest.mark.parametrize(

@@ -131,19 +131,32 @@ def test_bundle_bytes_are_deterministic(tmp_path: Path) -> None:
 
 def test_run_summary_has_one_indexed_row_per_sample(bundle: Path) -> None:
     lines = (bundle / "run_summary.csv").read_text().splitlines()
-    assert lines[0] == "index,cycles_total,latency_s,energy,cycles_segment_0,cycles_segment_1"
+    assert lines[0] == (
+        "index,cycles_total,latency_s,energy,cycles_segment_0,cycles_segment_1,"
+        "instructions_total,instructions_segment_0,instructions_segment_1,segment_latency_s_0,segment_latency_s_1"
+    )
     assert [line.split(",")[0] for line in lines[1:]] == ["0", "1", "2"]
-    assert lines[1] == "0,210,0.0010001,,100,110"
+    assert lines[1] == "0,210,0.0010001,,100,110,,,,,"
 
 
 def test_rewrite_replaces_the_earlier_bundle(tmp_path: Path) -> None:
     target = tmp_path / "run"
     make_bundle(target, count=3)
-    (target / "stale.txt").write_text("old")
     make_bundle(target, count=1, warmups=0)
     assert len(load_result(target).samples) == 1
-    assert not (target / "stale.txt").exists()
+    assert not (target / "artifacts/samples/2").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_rewrite_refuses_an_earlier_bundle_holding_a_foreign_file(tmp_path: Path) -> None:
+    target = tmp_path / "run"
+    make_bundle(target, count=3)
+    (target / "stale.txt").write_text("mine")
+    with pytest.raises(ResultError, match=r"not a result bundle that verifies .*stale\.txt"):
+        make_bundle(target, count=1, warmups=0)
+    assert (target / "stale.txt").read_text() == "mine"
+    assert (target / "artifacts/samples/2").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
 def test_failing_write_publishes_nothing(tmp_path: Path) -> None:

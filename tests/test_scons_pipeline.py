@@ -29,6 +29,7 @@ from heliabuild.fence import Fence, FencePlan, load_plan, load_sidecar, sidecar_
 from heliabuild.files import json_text, sha256_file
 from heliabuild.model import load_model, model_sha256, operator_type, save_model, tensor_name
 from heliabuild.schema_files import validate
+from heliabuild.scons.firmware import missing_tools
 from heliabuild.synth import synthesize
 from heliabuild.synth.large import large_model
 from heliabuild.vela import (
@@ -40,6 +41,10 @@ from heliabuild.vela import (
 )
 
 STAGES = ("synth", "vela", "plan-fences", "fence")
+QEMU_EXAMPLE = not missing_tools()
+"""Whether the examples include residual_qemu (it is skipped without the Arm toolchain and QEMU)."""
+EXAMPLES = ("kws_budget", "kws_chain", *(("residual_qemu",) if QEMU_EXAMPLE else ()), "resnet_residual")
+EXAMPLE_STAGES = {"synth": len(EXAMPLES), "fence": len(EXAMPLES), "vela": len(EXAMPLES) + 1, "plan-fences": 1}
 U55_SUMMARY = "Ethos_U55_High_End_Embedded"
 
 PROJECT_SCONSTRUCT = """\
@@ -128,7 +133,7 @@ def test_loading_the_tool_imports_no_stage_code() -> None:
     """Emitters run on every build, a no-op one included: the tool must not pull in numpy, the TFLite
     schema or jsonschema (the library's naming modules are light; stage code loads when an action runs)."""
     probe = (
-        "import sys; import heliabuild.scons; "
+        "import sys; import heliabuild.scons, heliabuild.scons.firmware, heliabuild.firmware.build; "
         "heavy = sorted(m for m in ('numpy', 'jsonschema', 'ai_edge_litert', 'ethosu') if m in sys.modules); "
         "print(heavy)"
     )
@@ -346,7 +351,7 @@ def test_the_default_target_builds_every_pipeline_end_to_end(
     cached_reference: tuple[Path, Path, subprocess.CompletedProcess[str]],
 ) -> None:
     project, _, result = cached_reference
-    assert stage_counts(result) == {"synth": 3, "fence": 3, "vela": 4, "plan-fences": 1}, output_of(result)
+    assert stage_counts(result) == EXAMPLE_STAGES, output_of(result)
     warnings = heliabuild_lines(result, "heliabuild: warning:")
     assert len(warnings) == len(set(warnings))
     assert all(line.startswith("heliabuild: warning: vela build/") for line in warnings), warnings
@@ -389,15 +394,17 @@ def test_two_clean_builds_in_different_folders_are_byte_identical_and_clean_remo
     reference, _, _ = cached_reference
     project = copy_project(tmp_path / "somewhere" / "else")
     result = build_ok(project, "-j2")
-    assert stage_counts(result) == {"synth": 3, "fence": 3, "vela": 4, "plan-fences": 1}, output_of(result)
-    assert sum(line.startswith("heliabuild: aot-plan ") for line in heliabuild_lines(result)) == 3
+    assert stage_counts(result) == EXAMPLE_STAGES, output_of(result)
+    assert sum(line.startswith("heliabuild: aot-plan ") for line in heliabuild_lines(result)) == len(EXAMPLES)
     ours, theirs = snapshot(project / "build"), snapshot(reference / "build")
     assert sorted(ours) == sorted(theirs)
     # the result bundles hold measurements (latency, time of the run): not byte-identical, compared apart
     bundles = {name for name in ours if is_bundle_file(name)}
     # per example: model, fence (2), Vela (4), AOT plan and report (2), runner (runner.json and 3 copied files);
-    # kws_budget also: unfenced Vela (4), plan (1)
-    assert len(ours) - len(bundles) == 3 * (1 + 2 + 4 + 2 + 4) + 4 + 1
+    # kws_budget also: unfenced Vela (4), plan (1); residual_qemu also: the firmware ELF and layout in its runner,
+    # the generated module (3), the policy source, two objects and the ELF, and the shared firmware library (1)
+    qemu_files = 2 + 3 + 4 + 1 if QEMU_EXAMPLE else 0
+    assert len(ours) - len(bundles) == len(EXAMPLES) * (1 + 2 + 4 + 2 + 4) + 4 + 1 + qemu_files
     different = [name for name in ours if ours[name] != theirs[name] and name not in bundles]
     assert different == []
 
@@ -406,7 +413,7 @@ def test_two_clean_builds_in_different_folders_are_byte_identical_and_clean_remo
     removed = sorted(line.removeprefix("Removed ") for line in lines if line.startswith("Removed build/"))
     assert set(removed) >= {f"build/{name}" for name in ours if name not in bundles}
     assert set(removed) <= {f"build/{name}" for name in ours}
-    for example in ("kws_budget", "kws_chain", "resnet_residual"):
+    for example in EXAMPLES:
         assert f"Removed directory build/{example}/results/{example}" in lines
     assert snapshot(project / "build") == {}
     assert leftovers(project) == [".sconsign_sha256.dblite"]
@@ -426,7 +433,9 @@ def test_a_second_checkout_with_the_same_cache_builds_nothing(
     result = build_ok(project, f"--helia-cache-dir={cache}")
     assert stage_counts(result) == {}, output_of(result)
     # a measurement is never taken from the cache: each run stage runs, everything else is retrieved
-    assert sum(line.startswith("heliabuild: run ") for line in heliabuild_lines(result)) == 3, output_of(result)
+    assert sum(line.startswith("heliabuild: run ") for line in heliabuild_lines(result)) == len(EXAMPLES), output_of(
+        result
+    )
     expected = {name: data for name, data in snapshot(reference / "build").items() if not is_bundle_file(name)}
     retrieved = sorted(line for line in result.stdout.splitlines() if line.startswith("Retrieved `"))
     assert retrieved == sorted(f"Retrieved `build/{name}' from cache" for name in expected)

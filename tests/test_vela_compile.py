@@ -139,13 +139,15 @@ def test_vela_version_and_the_configuration_vela_picked(case: Case) -> None:
     result = case.result
     assert result.vela_version == version("ethos-u-vela") == vela_version()
     vela = case.document["vela"]
+    summary = read_summary(result.summary_csv)
     assert vela == {
         "version": version("ethos-u-vela"),
         "accelerator": case.accelerator,
         "system_config": default_system_config(case.accelerator),
         "memory_mode": default_memory_mode(case.accelerator),
+        "sram_memory_used_kib": summary.sram_memory_used_kib,  # Vela's memory use, kept from its summary
+        "off_chip_flash_memory_used_kib": summary.off_chip_flash_memory_used_kib,
     }
-    summary = read_summary(result.summary_csv)
     assert (summary.system_config, summary.memory_mode) == (vela["system_config"], vela["memory_mode"])
     assert result.options.resolved_system_config == summary.system_config
     assert result.options.resolved_memory_mode == summary.memory_mode

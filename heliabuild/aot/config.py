@@ -49,6 +49,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from heliabuild.documents import check_json_values, parse_json, parse_yaml, read_text, shown
 from heliabuild.errors import HeliaError
 
 SCHEMA_NAME = "aot-config"
@@ -235,7 +236,7 @@ def _document_of(config: AotConfig) -> dict[str, Any]:
 
 
 def _not_json(value: object) -> str:
-    raise ConfigError(f"configuration value {value!r} is not a string, number, boolean, list or mapping")
+    raise ConfigError(f"configuration value {shown(value)} is not a string, number, boolean, list or mapping")
 
 
 def _unknown_keys(document: object, source: str) -> None:
@@ -248,7 +249,7 @@ def _unknown_keys(document: object, source: str) -> None:
         unknown = sorted(str(k) for k in value if k not in allowed)
         if unknown:
             raise ConfigError(
-                f"{source}: {where or '(top level)'}: unknown key(s) {unknown}; expected some of {list(allowed)}"
+                f"{source}: {where or '(top level)'}: unknown key(s) {shown(unknown)}; expected some of {list(allowed)}"
             )
         for key, item in value.items():
             path = f"{where}.{key}" if where else str(key)
@@ -286,17 +287,18 @@ def check_document(document: object, source: str) -> None:
     """Raise ConfigError unless `document` is a valid configuration (unknown keys named first)."""
     import jsonschema
 
-    from heliabuild.schema_files import load_schema
+    from heliabuild.schema_files import load_schema, message_of
 
     if not isinstance(document, Mapping):
         raise ConfigError(f"{source}: a configuration is a mapping, found {type(document).__name__}")
+    check_json_values(document, source, "configuration", error=ConfigError)
     _unknown_keys(document, source)
     _rule_shapes(document, source)
     validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         where = ".".join(str(part) for part in error.absolute_path) or "(top level)"
-        raise ConfigError(f"{source}: {where}: {error.message}", hint="schemas/aot-config.schema.json")
+        raise ConfigError(f"{source}: {where}: {message_of(error)}", hint="schemas/aot-config.schema.json")
     pool = document.get("memory", {}).get("stream_pool")
     alignment = None if pool is None else pool.get("alignment")
     if alignment is not None and alignment & (alignment - 1):
@@ -335,36 +337,17 @@ def load_config(path: str | os.PathLike[str]) -> AotConfig:
     schema refuses.
     """
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"{file}: cannot read the configuration: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{file}: the configuration is not UTF-8 text") from None
+    text = read_text(file, "configuration", error=ConfigError)
     if file.suffix.lower() in YAML_SUFFIXES:
-        document = _parse_yaml(text, file)
-    else:
+        document = parse_yaml(text, str(file), "configuration", error=ConfigError)
+    elif text.strip():
         try:
-            document = json.loads(text) if text.strip() else {}
-        except json.JSONDecodeError as error:
-            raise ConfigError(
-                f"{file}: not JSON: {error.msg} at line {error.lineno} column {error.colno}",
-                hint="name a YAML configuration .yaml or .yml",
-            ) from None
-    return config_from_document(document, str(file), base=file.resolve().parent)
-
-
-def _parse_yaml(text: str, file: Path) -> object:
-    import yaml
-
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError(f"{file}: not YAML: {problem}{where}") from None
-    return {} if document is None else document
+            document = parse_json(text, str(file), "configuration", error=ConfigError)
+        except ConfigError as error:
+            raise ConfigError(error.message, hint="name a YAML configuration .yaml or .yml") from None
+    else:
+        document = None
+    return config_from_document({} if document is None else document, str(file), base=file.resolve().parent)
 
 
 def as_config(config: AotConfig | Mapping[str, Any] | str | os.PathLike[str] | None) -> AotConfig:

@@ -408,9 +408,9 @@ def storage_roots(model: Model, subgraph: int = 0) -> list[StorageRoot]:
     """Every constant storage root the operators read, in first-reader order."""
     graph = model.subgraphs[subgraph]
     tensors = graph.tensors or []
-    order: list[int] = []
-    members: dict[int, list[int]] = {}
-    readers: dict[int, list[int]] = {}
+    # Per constant buffer, in first-reader order: its tensors and its readers, each in first-use order.
+    members: dict[int, dict[int, None]] = {}
+    readers: dict[int, dict[int, None]] = {}
     for op_index, op in enumerate(graph.operators or []):
         for t in indices(op.inputs):
             if t < 0:
@@ -418,25 +418,19 @@ def storage_roots(model: Model, subgraph: int = 0) -> list[StorageRoot]:
             buffer = int(tensors[t].buffer)
             if model.buffer_data(buffer) is None:
                 continue
-            if buffer not in members:
-                order.append(buffer)
-                members[buffer] = []
-                readers[buffer] = []
-            if t not in members[buffer]:
-                members[buffer].append(t)
-            if op_index not in readers[buffer]:
-                readers[buffer].append(op_index)
+            members.setdefault(buffer, {})[t] = None
+            readers.setdefault(buffer, {})[op_index] = None
     roots = []
-    for buffer in order:
+    for buffer, tensor_set in members.items():
         data = model.buffer_data(buffer)
-        root = members[buffer][0]
+        root = next(iter(tensor_set))
         roots.append(
             StorageRoot(
                 tensor=root,
                 name=tensor_name(tensors[root]),
                 buffer=buffer,
                 bytes=0 if data is None else int(data.size),
-                tensors=tuple(members[buffer]),
+                tensors=tuple(tensor_set),
                 readers=tuple(readers[buffer]),
             )
         )
@@ -490,10 +484,11 @@ def unstageable_reasons(model: Model, subgraph: int = 0) -> dict[int, str | None
         reason: str | None = None
         at_init = False
         fixed = False
+        members = set(root.tensors)
         for op_index in root.readers:
             op_inputs = indices(operators[op_index].inputs)
             parameters = INIT_PARAMETER_INPUTS.get(types[op_index], ())
-            if any(p < len(op_inputs) and op_inputs[p] in root.tensors for p in parameters):
+            if any(p < len(op_inputs) and op_inputs[p] in members for p in parameters):
                 at_init = True
             if types[op_index] == NPU_OPERATOR:
                 fixed = True

@@ -18,7 +18,6 @@ the SCons emitter asks `platform_names()` while the SConscripts are read.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from heliabuild.documents import read_json, shown
 from heliabuild.errors import HeliaError
 
 if TYPE_CHECKING:
@@ -82,24 +82,28 @@ class Platform:
         object.__setattr__(self, "capabilities", tuple(sorted(set(self.capabilities))))
         object.__setattr__(self, "memories", tuple(self.memories))
         object.__setattr__(self, "transfers", tuple(self.transfers))
-        where = f"platform {self.name!r}"
+        where = f"platform {shown(self.name)}"
         unknown = [c for c in self.capabilities if c not in CAPABILITIES]
         if unknown:
-            raise PlatformError(f"{where}: capability {unknown[0]!r} is unknown; expected some of {list(CAPABILITIES)}")
+            raise PlatformError(
+                f"{where}: capability {shown(unknown[0])} is unknown; expected some of {list(CAPABILITIES)}"
+            )
         by_name: dict[str, Memory] = {}
         for memory in self.memories:
             key = memory.name.upper()
             if key in by_name:
-                raise PlatformError(f"{where}: memory {memory.name!r} is listed twice (names match in any case)")
+                raise PlatformError(f"{where}: memory {shown(memory.name)} is listed twice (names match in any case)")
             if memory.bytes < 1 or memory.dma_boundary < 1:
-                raise PlatformError(f"{where}: memory {memory.name!r} needs positive bytes and dma_boundary")
+                raise PlatformError(f"{where}: memory {shown(memory.name)} needs positive bytes and dma_boundary")
             by_name[key] = memory
         object.__setattr__(self, "_by_name", by_name)
         if self.alignment < 1 or self.alignment & (self.alignment - 1):
             raise PlatformError(f"{where}: alignment {self.alignment} is not a power of two")
         names = [m.name for m in self.memories]
         if self.constant_memory.upper() not in by_name:
-            raise PlatformError(f"{where}: constant_memory {self.constant_memory!r} is not one of its memories {names}")
+            raise PlatformError(
+                f"{where}: constant_memory {shown(self.constant_memory)} is not one of its memories {shown(names)}"
+            )
         object.__setattr__(self, "constant_memory", by_name[self.constant_memory.upper()].name)
         seen: set[tuple[str, str]] = set()
         canonical: list[Transfer] = []
@@ -108,11 +112,13 @@ class Platform:
             for role in ("source", "destination"):
                 value = getattr(transfer, role)
                 if value.upper() not in by_name:
-                    raise PlatformError(f"{where}: transfer {role} {value!r} is not one of its memories {names}")
+                    raise PlatformError(
+                        f"{where}: transfer {role} {shown(value)} is not one of its memories {shown(names)}"
+                    )
                 ends.append(by_name[value.upper()].name)
             pair = (ends[0], ends[1])
             if pair in seen:
-                raise PlatformError(f"{where}: the transfer {pair[0]} -> {pair[1]} is listed twice")
+                raise PlatformError(f"{where}: the transfer {shown(pair[0])} -> {shown(pair[1])} is listed twice")
             seen.add(pair)
             bad = [e for e in transfer.engines if e not in ENGINES]
             if bad or not transfer.engines:
@@ -201,15 +207,6 @@ def platforms_document(platforms: Iterable[Platform]) -> dict[str, Any]:
     return {"schema_version": 1, "platforms": {p.name: p.to_json() for p in platforms}}
 
 
-def _read(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise PlatformError(f"{path}: cannot read the platform table: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise PlatformError(f"{path}: not JSON: {error.msg} at line {error.lineno}") from None
-
-
 def load_platforms(path: str | os.PathLike[str] | None = None) -> dict[str, Platform]:
     """The platforms of a platforms file (default: heliabuild's own table), validated, by name."""
     if path is None:
@@ -226,17 +223,20 @@ def _load(path: Path) -> dict[str, Platform]:
     from heliabuild.errors import SchemaError
     from heliabuild.schema_files import validate
 
-    document = _read(path)
+    document = read_json(path, "platform table", error=PlatformError)
     try:
         validate(document, SCHEMA_NAME, str(path))
     except SchemaError as error:
         raise PlatformError(error.message) from None
-    return {name: Platform.from_json(name, entry) for name, entry in document["platforms"].items()}
+    try:
+        return {name: Platform.from_json(name, entry) for name, entry in document["platforms"].items()}
+    except PlatformError as error:  # a platform's own rule: name the file too
+        raise PlatformError(f"{path}: {error.message}", error.hint) from None
 
 
 def platform_names() -> list[str]:
     """The names in heliabuild's own table, read without validating (cheap: for the SCons emitter)."""
-    document = _read(PLATFORMS_FILE)
+    document = read_json(PLATFORMS_FILE, "platform table", error=PlatformError)
     return sorted(document.get("platforms", {}))
 
 
@@ -249,7 +249,7 @@ def get_platform(platform: str | Platform, platforms: Mapping[str, Platform] | N
     found = table.get(platform)
     if found is None:
         raise PlatformError(
-            f"platform {platform!r} is unknown; expected one of {', '.join(sorted(table))}",
+            f"platform {shown(platform)} is unknown; expected one of {', '.join(sorted(table))}",
             hint="heliabuild aot-plan --list-platforms prints the table",
         )
     return found

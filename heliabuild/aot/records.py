@@ -45,10 +45,10 @@ from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from enum import Enum, StrEnum
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any, NoReturn, Self, TypeVar
 
 from heliabuild.aot.schedule import UNKNOWN_FIELD_HINT, OperatorOrder, Schedule, StreamPool, Unit
+from heliabuild.documents import read_json
 from heliabuild.errors import PlanReadError, SchemaError
 
 SCHEMA_VERSION = 1
@@ -651,16 +651,12 @@ def _check_version(document: Any, reader: _Reader) -> dict[str, Any]:
 
 
 def _read_json_file(path: str | os.PathLike[str], reader: _Reader) -> Any:
+    """The JSON document in the file `path`, read as heliabuild.documents says; PlanReadError through
+    `reader` when the file is not a bounded regular file of UTF-8 JSON values."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        reader.fail("", f"the file cannot be read ({error.strerror or error}).")
-    except UnicodeDecodeError as error:
-        reader.fail("", f"the file is not UTF-8 text ({error.reason}).")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        reader.fail("", f"the file is not JSON ({error.msg} at line {error.lineno} column {error.colno}).")
+        return read_json(path, "file", error=PlanReadError)
+    except PlanReadError as error:
+        reader.fail("", f"{error.message.removeprefix(f'{os.fspath(path)}: ')}.")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -266,7 +266,7 @@ def kernel_calls(
 ) -> dict[str, Any]:
     """`kernel_calls` from each operator's kernel choice (symbols sorted; operator ids, the plan's `ids` or
     the facts' own, in execution order)."""
-    calls: dict[str, list[str]] = {}
+    calls: dict[str, dict[str, None]] = {}  # symbol -> its callers, in execution order
     unrecorded: list[str] = []
     names = [layer.id for layer in facts] if ids is None else list(ids)
     for layer, choice, name in zip(facts, choices, names, strict=True):
@@ -275,11 +275,9 @@ def kernel_calls(
             unrecorded.append(name)
             continue
         for symbol in symbols:
-            callers = calls.setdefault(symbol, [])
-            if name not in callers:
-                callers.append(name)
+            calls.setdefault(symbol, {})[name] = None
     return {
-        "calls": [{"symbol": symbol, "operator_ids": calls[symbol]} for symbol in sorted(calls)],
+        "calls": [{"symbol": symbol, "operator_ids": list(calls[symbol])} for symbol in sorted(calls)],
         "unrecorded_operator_ids": unrecorded,
     }
 

@@ -20,12 +20,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heliabuild.aot.config import AotConfig, as_config
 from heliabuild.aot.platforms import Platform, get_platform
 from heliabuild.errors import HeliaError
 from heliabuild.files import json_text, write_all_or_nothing
+
+if TYPE_CHECKING:
+    from heliabuild.model.io import Model
 
 PLAN_SUFFIX = "_plan.json"
 REPORT_SUFFIX = "_report.json"
@@ -34,7 +37,8 @@ PREFIX_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class StageInputError(HeliaError):
-    """A stage argument that cannot work (a module prefix that is not a C identifier)."""
+    """A stage argument that cannot work (a module prefix that is not a C identifier, a per-layer CSV of
+    another model)."""
 
 
 def output_names(prefix: str) -> tuple[str, str]:
@@ -50,6 +54,24 @@ def check_prefix(prefix: str) -> str:
             hint="it prefixes the module's symbols, e.g. kws",
         )
     return prefix
+
+
+def check_per_layer_binding(model: Model, per_layer: str | os.PathLike[str]) -> None:
+    """StageInputError unless `per_layer` is Vela's per-layer CSV of `model`, bound by content
+    (heliabuild.vela.binding): of the model Vela compiled into `model` when it holds `ethos-u` operators,
+    else of `model` itself. The message names the first row that does not match."""
+    from heliabuild.vela.binding import compiled_per_layer_mismatch, per_layer_mismatch
+    from heliabuild.vela.per_layer import read_per_layer
+    from heliabuild.vela.streams import command_streams
+
+    rows = read_per_layer(per_layer)
+    compiled = command_streams(model).count > 0
+    mismatch = (compiled_per_layer_mismatch if compiled else per_layer_mismatch)(model, rows)
+    if mismatch is not None:
+        raise StageInputError(
+            f"{per_layer}: not Vela's per-layer CSV of {model.name}: {mismatch}",
+            hint="pass the per-layer CSV Vela wrote with this model",
+        )
 
 
 @dataclass(frozen=True)
@@ -73,7 +95,8 @@ def write_plan(
 
     `config` is an AotConfig, a configuration document, a YAML/JSON file or
     None (the defaults); `vela_per_layer` Vela's per-layer CSV of the model,
-    for the report's measurements. Raises HeliaError for bad input, after
+    for the report's measurements, which must be bound to the model
+    (check_per_layer_binding). Raises HeliaError for bad input, after
     removing both outputs (a prefix that is not a C identifier names no
     output, and is refused before anything else).
     """
@@ -88,6 +111,8 @@ def write_plan(
         resolved_platform = get_platform(platform)
         resolved_config = as_config(config)
         model = load_model(model_path)
+        if vela_per_layer is not None:
+            check_per_layer_binding(model, vela_per_layer)
         result = make_plan(
             model,
             resolved_platform,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ai_edge_litert import schema_py_generated as schema
 
+from heliabuild.documents import shown
 from heliabuild.errors import FenceBindingError, FenceError
 from heliabuild.fence.plan import FencePlan
 from heliabuild.model.graph import indices, tensor_name
@@ -33,39 +34,49 @@ def check_plan_binding(model: str | bytes | Model, plan: FencePlan) -> None:
     """
     model = load_model(model)
     if plan.subgraph != 0:
-        _mismatch(model, "subgraph", plan.subgraph, 0)
+        _mismatch(model, plan, "subgraph", plan.subgraph, 0)
     if plan.model_sha256 is not None:
         actual = model_sha256(model)
         if plan.model_sha256 != actual:
-            _mismatch(model, "model_sha256", plan.model_sha256, actual)
+            _mismatch(model, plan, "model_sha256", plan.model_sha256, actual)
     operators = model.subgraphs[0].operators or [] if model.subgraphs else []
     if plan.operator_count != len(operators):
-        _mismatch(model, "operator_count", plan.operator_count, len(operators))
+        _mismatch(model, plan, "operator_count", plan.operator_count, len(operators))
     tensors = model.subgraphs[0].tensors or []
+    where = f"{model.name}: {_plan_name(plan)}"
     for number, fence in enumerate(plan.fences):
         field = f"fences[{number}]"
         if not 0 <= fence.after_op < len(operators):
             raise FenceBindingError(
-                f"{model.name}: {field}.after_op: the plan has {fence.after_op}, which follows the last "
+                f"{where} {field}.after_op: the plan has {fence.after_op}, which follows the last "
                 f"operator of the model ({len(operators) - 1})"
                 if fence.after_op >= len(operators)
-                else f"{model.name}: {field}.after_op: the plan has {fence.after_op}, not an operator index"
+                else f"{where} {field}.after_op: the plan has {fence.after_op}, not an operator index"
             )
         op = operators[fence.after_op]
         if fence.output_tensor_name is not None:
             outputs = indices(op.outputs)
             actual_name = tensor_name(tensors[outputs[0]]) if outputs else None
             if fence.output_tensor_name != actual_name:
-                _mismatch(model, f"{field}.output_tensor_name", fence.output_tensor_name, actual_name, fence.after_op)
+                _mismatch(
+                    model, plan, f"{field}.output_tensor_name", fence.output_tensor_name, actual_name, fence.after_op
+                )
         if fence.opcode is not None:
             actual_type = operator_type(model.operator_codes[op.opcodeIndex])
             if fence.opcode != actual_type:
-                _mismatch(model, f"{field}.opcode", fence.opcode, actual_type, fence.after_op)
+                _mismatch(model, plan, f"{field}.opcode", fence.opcode, actual_type, fence.after_op)
 
 
-def _mismatch(model: Model, field: str, planned: object, actual: object, after_op: int | None = None) -> None:
+def _plan_name(plan: FencePlan) -> str:
+    """`fence plan <file>` for a plan read from a file, `fence plan` for one made in memory."""
+    return "fence plan" if plan.source is None else f"fence plan {plan.source}"
+
+
+def _mismatch(
+    model: Model, plan: FencePlan, field: str, planned: object, actual: object, after_op: int | None = None
+) -> None:
     where = "" if after_op is None else f" at operator {after_op}"
     raise FenceBindingError(
-        f"{model.name}: fence plan {field} is {planned!r}, but the model has {actual!r}{where}",
+        f"{model.name}: {_plan_name(plan)} {field} is {shown(planned)}, but the model has {shown(actual)}{where}",
         hint="The plan was cut for another model: re-plan the fences for this model.",
     )

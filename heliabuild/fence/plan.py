@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
+from heliabuild.documents import read_json
 from heliabuild.errors import FenceError
 from heliabuild.fence.contract import CONTRACT_VERSION
 from heliabuild.fence.coverage import FenceCoverage
@@ -62,6 +61,8 @@ class FencePlan:
     model_sha256: str | None = None
     budget_cycles: int | None = None
     coverage: FenceCoverage | None = None
+    source: str | None = field(default=None, compare=False)
+    """The file the plan was read from (None when made in memory); not part of the document."""
 
     @property
     def after_ops(self) -> list[int]:
@@ -79,8 +80,9 @@ class FencePlan:
         }
 
     @classmethod
-    def from_json(cls, document: dict[str, Any], name: str = "fence plan") -> FencePlan:
-        validate(document, "fence-plan", name)
+    def from_json(cls, document: dict[str, Any], name: str | None = None) -> FencePlan:
+        """The plan `document`, read from the file `name` (None: made in memory); SchemaError otherwise."""
+        validate(document, "fence-plan", name or "fence plan")
         return cls(
             fences=tuple(Fence.from_json(entry) for entry in document["fences"]),
             operator_count=document["operator_count"],
@@ -88,6 +90,7 @@ class FencePlan:
             model_sha256=document.get("model_sha256"),
             budget_cycles=document.get("budget_cycles"),
             coverage=None if document.get("coverage") is None else FenceCoverage.from_json(document["coverage"]),
+            source=name,
         )
 
 
@@ -108,13 +111,7 @@ def fence_config_for(plan: FencePlan) -> FenceConfig:
 
 
 def load_plan(path: str | os.PathLike[str]) -> FencePlan:
-    """Read and validate a fence-plan JSON file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise FenceError(f"{path}: cannot read the fence plan: {error.strerror or error}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise FenceError(f"{path}: not a JSON fence plan: {error}") from None
-    return FencePlan.from_json(document, str(path))
+    """Read and validate a fence-plan JSON file (read as heliabuild.documents says); FenceError naming the file
+    when it cannot be read or is not JSON, SchemaError when it breaks schemas/fence-plan.schema.json. The plan
+    remembers `path` as its `source`, which binding errors name."""
+    return FencePlan.from_json(read_json(path, "fence plan", error=FenceError), str(path))

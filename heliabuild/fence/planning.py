@@ -37,12 +37,17 @@ def plan_fences(
     """A FencePlan for the unfenced `model` from Vela's per-layer CSV of that model.
 
     `per_layer` is the CSV's path or its rows (heliabuild.vela.PerLayerRow).
-    Raises FenceError when there are no rows, when the attributed share of the
-    cycles is below `min_coverage` (naming the unmatched rows), for a budget
-    that is not a positive integer, and for a model that already has fences.
+    Raises FenceError when there are no rows, when the rows are not bound to
+    the model whatever `min_coverage` (heliabuild.vela.binding.per_layer_mismatch:
+    a CPU row that names no operator of the model, such as a fence's row of
+    the fenced model's CSV, naming that row), when the attributed share of
+    the cycles is below `min_coverage` (naming the unmatched rows), for a
+    budget that is not a positive integer, and for a model that already has
+    fences.
     """
     # heliabuild.vela builds on heliabuild.fence, so it is imported here, not at module level.
     from heliabuild.vela.attribution import attribute_rows, coverage_of
+    from heliabuild.vela.binding import per_layer_mismatch
     from heliabuild.vela.per_layer import read_per_layer
 
     loaded = load_model(model)
@@ -60,6 +65,12 @@ def plan_fences(
     source = str(per_layer) if isinstance(per_layer, str | os.PathLike) else "the per-layer rows"
     if not rows:
         raise FenceError(f"{source}: Vela's per-layer estimate has no rows; there is nothing to budget")
+    mismatch = per_layer_mismatch(loaded, rows)
+    if mismatch is not None:
+        raise FenceError(
+            f"{source}: not Vela's per-layer estimate of {loaded.name}: {mismatch}",
+            hint="Plan from the per-layer CSV of Vela run on this very (unfenced) model.",
+        )
     attributions = attribute_rows(loaded, rows)
     coverage = coverage_of(rows, attributions)
     if coverage.fraction < min_coverage:
@@ -103,11 +114,11 @@ def plan_fences(
 
 def _cuts(subgraph: schema.SubGraphT, cycles: list[int], budget: int) -> list[int]:
     """Positions after which to fence so no segment exceeds `budget` unless one operator alone does."""
-    graph = Graph.of(subgraph)
     count = len(cycles)
+    live = Graph.of(subgraph).live_after_each(subgraph, range(count - 1))  # every cut at once: linear
 
     def can_cut(after_op: int) -> bool:
-        return 0 <= after_op < count - 1 and bool(graph.live_after(subgraph, after_op))
+        return 0 <= after_op < count - 1 and bool(live[after_op])
 
     cuts: list[int] = []
     running = members = 0

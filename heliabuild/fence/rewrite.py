@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import os
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,9 +134,30 @@ def _rewrite(model: Model, source_sha256: str, requested: Sequence[int]) -> Rewr
         opcode_index = len(model.operator_codes) - 1
 
     names = {tensor_name(t) for t in subgraph.tensors or []}
+    graph = Graph.of(subgraph)
+    crossing = graph.live_after_each(subgraph, after_ops)
+    originals = list(subgraph.operators or [])
+    fences: dict[int, schema.OperatorT] = {}
     intercepted_first: dict[int, str] = {}
+    later: int | None = None
     for after_op in sorted(after_ops, reverse=True):
-        intercepted_first[after_op] = _insert_fence(model, subgraph, after_op, opcode_index, names)
+        cut = _Cut(
+            after_op=after_op,
+            crossing=crossing[after_op],
+            until=len(originals) if later is None else later,
+            later_fence=None if later is None else fences[later],
+        )
+        fences[after_op], intercepted_first[after_op] = _fence(
+            model, subgraph, graph, originals, cut, opcode_index, names
+        )
+        later = after_op
+    if after_ops:
+        operators: list[schema.OperatorT] = []
+        for position, op in enumerate(originals):
+            operators.append(op)
+            if position in fences:
+                operators.append(fences[position])
+        subgraph.operators = operators
 
     fenced = serialize(model)
     # The result describes its own bytes, not the source's it was loaded from.
@@ -176,10 +198,36 @@ def _checked_positions(model: Model, subgraph: schema.SubGraphT, requested: Sequ
     return sorted(seen)
 
 
-def _insert_fence(model: Model, subgraph: schema.SubGraphT, after_op: int, opcode_index: int, names: set[str]) -> str:
-    """Insert the fence after `after_op`; return the first intercepted tensor's name."""
-    graph = Graph.of(subgraph)
-    crossing = graph.live_after(subgraph, after_op)
+@dataclass(frozen=True)
+class _Cut:
+    """A fence to build after original operator `after_op`, carrying `crossing` (original tensor indices).
+
+    `until` is the next cut after it (the operator count for the last cut), whose fence `later_fence` is
+    built already (None for the last cut).
+    """
+
+    after_op: int
+    crossing: list[int]
+    until: int
+    later_fence: schema.OperatorT | None
+
+
+def _fence(
+    model: Model,
+    subgraph: schema.SubGraphT,
+    graph: Graph,
+    originals: list[schema.OperatorT],
+    cut: _Cut,
+    opcode_index: int,
+    names: set[str],
+) -> tuple[schema.OperatorT, str]:
+    """Build the fence of `cut` and rewire its readers; return it and the first intercepted tensor's name.
+
+    Cuts are fenced from the last to the first, so a crossing tensor's readers up to the next cut
+    (`originals`, indexed by original position) read it still and are rewired here, while its readers
+    after that cut read the next fence's output already and that fence reads it instead.
+    """
+    after_op, crossing = cut.after_op, cut.crossing
     if not crossing:
         raise FenceError(
             f"{model.name}: no tensor crosses the cut after operator {after_op}: nothing it produced or "
@@ -196,10 +244,14 @@ def _insert_fence(model: Model, subgraph: schema.SubGraphT, after_op: int, opcod
         outputs.append(_append_copy(model, subgraph, tensors[index], _unique(wanted, names)))
     replacement = dict(zip(crossing, outputs, strict=True))
 
-    operators = subgraph.operators
-    readers = sorted({r for t in crossing for r in graph.consumers.get(t, ()) if r > after_op})
-    for reader in readers:
-        op = operators[reader]
+    readers: set[int] = set()
+    for tensor in crossing:
+        consumers = graph.consumers.get(tensor, ())
+        readers.update(consumers[bisect_right(consumers, after_op) : bisect_right(consumers, cut.until)])
+    rewired = [originals[reader] for reader in sorted(readers)]
+    if cut.later_fence is not None and any(t in replacement for t in indices(cut.later_fence.inputs)):
+        rewired.append(cut.later_fence)
+    for op in rewired:
         op.inputs = np.array([replacement.get(t, t) for t in indices(op.inputs)], dtype=np.int32)
     subgraph.outputs = np.array([replacement.get(t, t) for t in indices(subgraph.outputs)], dtype=np.int32)
     for signature in model.root.signatureDefs or []:
@@ -212,8 +264,7 @@ def _insert_fence(model: Model, subgraph: schema.SubGraphT, after_op: int, opcod
     fence.inputs = np.array(crossing, dtype=np.int32)
     fence.outputs = np.array(outputs, dtype=np.int32)
     fence.builtinOptionsType = schema.BuiltinOptions.NONE
-    operators.insert(after_op + 1, fence)
-    return tensor_name(tensors[crossing[0]])
+    return fence, tensor_name(tensors[crossing[0]])
 
 
 def _append_copy(model: Model, subgraph: schema.SubGraphT, source: schema.TensorT, name: str) -> int:

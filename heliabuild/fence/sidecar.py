@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
+from heliabuild.documents import read_json
 from heliabuild.errors import FenceError
 from heliabuild.fence.contract import CONTRACT_VERSION, CUSTOM_CODE
 from heliabuild.schema_files import validate
@@ -103,6 +102,8 @@ class FenceBoundaries:
 
     @classmethod
     def from_json(cls, document: dict[str, Any], name: str = "sidecar") -> FenceBoundaries:
+        """The sidecar `document` (from the file `name`); SchemaError when it breaks its schema. Whether its
+        counts fit a model is the caller's to check (heliabuild.fence.verify, the runner build)."""
         validate(document, "fenced-boundaries", name)
         return cls(
             source_model=document["source_model"],
@@ -118,10 +119,6 @@ class FenceBoundaries:
 
 
 def load_sidecar(path: str | os.PathLike[str]) -> FenceBoundaries:
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise FenceError(f"{path}: cannot read the sidecar: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise FenceError(f"{path}: not a JSON sidecar: {error}") from None
-    return FenceBoundaries.from_json(document, str(path))
+    """The sidecar in the file `path` (read as heliabuild.documents says); FenceError naming the file when it
+    cannot be read or is not JSON, SchemaError when it breaks its schema."""
+    return FenceBoundaries.from_json(read_json(path, "sidecar", error=FenceError), str(path))

@@ -65,8 +65,13 @@ def _violations(
     subgraph = fenced.subgraphs[0]
     positions = _fence_positions(fenced, subgraph)
     graph = Graph.of(subgraph)
+    buffer_users: dict[int, int] = {}
+    for tensor in subgraph.tensors or []:
+        buffer_users[tensor.buffer] = buffer_users.get(tensor.buffer, 0) + 1
+    before = graph.live_after_each(subgraph, [p - 1 for p in positions if p > 0])
     for position in positions:
-        violations.extend(_check_fence(fenced, subgraph, graph, position))
+        bypass = _bypassing(graph, position, before.get(position - 1, []))
+        violations.extend(_check_fence(fenced, subgraph, graph, position, buffer_users, bypass))
 
     boundaries = _read_sidecar(sidecar)
     if boundaries is not None:
@@ -81,7 +86,16 @@ def _fence_positions(model: Model, subgraph: schema.SubGraphT) -> list[int]:
     return [p for p, op in enumerate(subgraph.operators or []) if is_fence_name(codes[op.opcodeIndex])]
 
 
-def _check_fence(model: Model, subgraph: schema.SubGraphT, graph: Graph, position: int) -> list[str]:
+def _check_fence(
+    model: Model,
+    subgraph: schema.SubGraphT,
+    graph: Graph,
+    position: int,
+    buffer_users: dict[int, int],
+    bypass: list[int],
+) -> list[str]:
+    """The violations of the fence at `position`; `buffer_users` counts the tensors of each buffer and
+    `bypass` lists the tensors crossing the fence without passing through it (`_bypassing`)."""
     op = subgraph.operators[position]
     tensors = subgraph.tensors
     where = f"{model.name}: fence at operator {position}"
@@ -96,9 +110,6 @@ def _check_fence(model: Model, subgraph: schema.SubGraphT, graph: Graph, positio
     if -1 in inputs or -1 in outputs:
         return [*found, f"{where} has an omitted (-1) tensor; every pair needs both tensors"]
 
-    buffer_users: dict[int, int] = {}
-    for tensor in tensors:
-        buffer_users[tensor.buffer] = buffer_users.get(tensor.buffer, 0) + 1
     graph_outputs = set(graph.graph_outputs)
     for pair, (source, copy) in enumerate(zip(inputs, outputs, strict=True)):
         given, made = tensors[source], tensors[copy]
@@ -124,7 +135,6 @@ def _check_fence(model: Model, subgraph: schema.SubGraphT, graph: Graph, positio
             found.append(f"{label}: output is written by another operator")
         if copy not in graph_outputs and not any(r > position for r in graph.consumers.get(copy, ())):
             found.append(f"{label}: output is neither read later nor a graph output")
-    bypass = _bypassing(subgraph, graph, position)
     if bypass:
         names = ", ".join(repr(tensor_name(tensors[t])) for t in bypass)
         found.append(f"{where} does not carry every tensor crossing it: {names} bypass it")
@@ -136,17 +146,11 @@ def _check_fence(model: Model, subgraph: schema.SubGraphT, graph: Graph, positio
     return found
 
 
-def _bypassing(subgraph: schema.SubGraphT, graph: Graph, position: int) -> list[int]:
-    """Tensors written before the fence and read after it (or returned) without passing through it."""
-    crossing = []
+def _bypassing(graph: Graph, position: int, live_before: list[int]) -> list[int]:
+    """Tensors written before the fence at `position` and read after it (or returned) without passing
+    through it, from `live_before`, the tensors crossing the cut before the fence (`Graph.live_after`)."""
     graph_outputs = set(graph.graph_outputs)
-    for tensor, producer in graph.producer.items():
-        if producer >= position:
-            continue
-        later = any(r > position for r in graph.consumers.get(tensor, ()))
-        if later or tensor in graph_outputs:
-            crossing.append(tensor)
-    return sorted(crossing)
+    return sorted(t for t in live_before if t in graph_outputs or graph.consumers[t][-1] > position)
 
 
 def _read_sidecar(sidecar: SidecarInput) -> FenceBoundaries | None:
@@ -182,6 +186,7 @@ def _check_sidecar(
         return found
     tensors = subgraph.tensors
     original_count = len(subgraph.operators) - len(positions)
+    carried = _originals(model, positions)
     start = 0
     for number, segment in enumerate(sidecar.segments):
         label = f"{where} segment {number}"
@@ -211,7 +216,7 @@ def _check_sidecar(
             )
         if actual_pairs:
             # The first intercepted tensor, followed back through earlier fences to the source's name.
-            intercepted = tensor_name(tensors[_originals(model, positions[number])[0]])
+            intercepted = tensor_name(tensors[carried[positions[number]][0]])
             if segment.end_tensor_name != intercepted:
                 found.append(
                     f"{label} end_tensor_name {segment.end_tensor_name!r} "
@@ -238,17 +243,18 @@ def _check_source(fenced: Model, positions: list[int], sidecar: FenceBoundaries 
         found.append(f"{fenced.name}: without its fences the model is not {source.name}: " + "; ".join(gaps))
         return found
     source_graph = source.subgraphs[0]
-    graph = Graph.of(source_graph)
-    for number, position in enumerate(positions):
-        after_op = position - number - 1
-        expected = graph.live_after(source_graph, after_op)
-        carried = _originals(fenced, position)
+    after_ops = [position - number - 1 for number, position in enumerate(positions)]
+    crossing = Graph.of(source_graph).live_after_each(source_graph, [a for a in after_ops if a >= 0])
+    originals = _originals(fenced, positions)
+    for number, (position, after_op) in enumerate(zip(positions, after_ops, strict=True)):
+        expected = crossing.get(after_op, [])  # nothing crosses before the first operator
+        carried = originals[position]
         if sorted(carried) != sorted(expected):
             found.append(
                 f"{fenced.name}: fence after operator {after_op} carries source tensors {carried}, "
                 f"but the tensors crossing that cut are {expected}"
             )
-        elif sidecar is not None and number < len(sidecar.segments):
+        elif sidecar is not None and number < len(sidecar.segments) and expected:
             expected_name = tensor_name(source_graph.tensors[expected[0]])
             if sidecar.segments[number].end_tensor_name != expected_name:
                 found.append(
@@ -258,18 +264,18 @@ def _check_source(fenced: Model, positions: list[int], sidecar: FenceBoundaries 
     return found
 
 
-def _originals(fenced: Model, position: int) -> list[int]:
-    """The source tensor indices a fence carries, following chains of earlier fences.
+def _originals(fenced: Model, positions: list[int]) -> dict[int, list[int]]:
+    """The source tensor indices each fence (by position) carries, following chains of earlier fences.
 
     Fence outputs are appended after the source's tensors, so a source index
-    is any index the chain ends at.
+    is any index the chain ends at. One pass over the fences, in order.
     """
-    subgraph = fenced.subgraphs[0]
-    codes = fenced.operator_codes
+    operators = fenced.subgraphs[0].operators
     origin: dict[int, int] = {}
-    for op in (subgraph.operators or [])[:position]:
-        if is_fence_name(codes[op.opcodeIndex]):
-            for given, copy in zip(indices(op.inputs), indices(op.outputs), strict=False):
-                origin[copy] = origin.get(given, given)
-    fence = subgraph.operators[position]
-    return [origin.get(t, t) for t in indices(fence.inputs)]
+    carried: dict[int, list[int]] = {}
+    for position in positions:
+        fence = operators[position]
+        carried[position] = [origin.get(t, t) for t in indices(fence.inputs)]
+        for given, copy in zip(indices(fence.inputs), indices(fence.outputs), strict=False):
+            origin[copy] = origin.get(given, given)
+    return carried

@@ -54,6 +54,7 @@ class Status(enum.IntEnum):
     PARTIAL_OVERLAP = 9
     CROSS_PAIR_OVERLAP = 10
     INVALID_BUFFER = 11
+    BAD_PARAMETER = 12
 
 
 class NativeBuildError(KernelError):

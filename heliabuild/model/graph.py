@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ai_edge_litert import schema_py_generated as schema
@@ -63,16 +64,36 @@ class Graph:
         of `after_op` in output order, then the others by producing operator
         and output position.
         """
+        return self.live_after_each(subgraph, [after_op])[after_op]
+
+    def live_after_each(self, subgraph: schema.SubGraphT, after_ops: Iterable[int]) -> dict[int, list[int]]:
+        """`live_after(subgraph, a)` for every `a` of `after_ops` (operator indices), keyed by `a`.
+
+        One pass over the operators up to the last cut: the time is linear in
+        those operators plus the length of the lists returned.
+        """
+        wanted = set(after_ops)
         outputs = set(self.graph_outputs)
-        live: list[int] = []
-        seen: set[int] = set()
         operators = subgraph.operators or []
-        for op_index in [after_op, *range(after_op)]:
+        # Tensors produced so far and read later or returned, by producing operator and output position,
+        # and the tensors that stop being live at each operator (their last reader).
+        live: dict[int, None] = {}
+        expiring: dict[int, list[int]] = {}
+        result: dict[int, list[int]] = {}
+        for op_index in range(max(wanted, default=-1) + 1):
+            for tensor in expiring.pop(op_index, ()):
+                del live[tensor]
+            earlier = len(live)
             for tensor in indices(operators[op_index].outputs):
-                if tensor in seen or tensor < 0 or self.producer.get(tensor) != op_index:
+                if tensor < 0 or tensor in live or self.producer.get(tensor) != op_index:
                     continue
-                seen.add(tensor)
-                later = any(reader > after_op for reader in self.consumers.get(tensor, ()))
-                if later or tensor in outputs:
-                    live.append(tensor)
-        return live
+                readers = self.consumers.get(tensor, ())
+                if tensor in outputs:
+                    live[tensor] = None
+                elif readers and readers[-1] > op_index:
+                    live[tensor] = None
+                    expiring.setdefault(readers[-1], []).append(tensor)
+            if op_index in wanted:
+                crossing = list(live)
+                result[op_index] = crossing[earlier:] + crossing[:earlier]
+        return result

@@ -6,9 +6,11 @@ read-modify-write: metadata, signature defs, shape signatures, sparsity,
 variant sub-types, sub-graph fields and buffers stored outside the flatbuffer
 (`Buffer.offset`/`size`, `Operator.large_custom_options_*`).
 
-Reading is defensive: the file identifier, every offset the object API
-follows and every tensor, buffer and opcode index are checked, and a problem
-is a ModelError naming the file, never an exception from inside flatbuffers.
+Reading is defensive: only a regular file of at most `MAX_MODEL_BYTES` is
+read (never a FIFO or a device); the file identifier, every offset the object
+API follows, every tensor, buffer and opcode index and every tensor's shape
+(`check_tensor_shapes`) are checked, and a problem is a ModelError naming the
+file, never an exception from inside flatbuffers or, later, from LiteRT.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import copy
 import os
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
+from heliabuild.documents import read_regular_file, shown
 from heliabuild.errors import ModelError
 from heliabuild.files import sha256_bytes, write_atomic
 
@@ -35,6 +37,39 @@ _FIRST_VALID_EXTERNAL_OFFSET = 2
 # Generous bytes per tensor or operator table (with its name and vectors)
 # when sizing the flatbuffer builder up front.
 _TABLE_BYTES_ESTIMATE = 1024
+
+MAX_MODEL_BYTES = 1 << 31
+"""The largest model file read (2 GiB): as far as a flatbuffer's signed 32-bit offsets reach, and far above
+any model an Ethos-U target holds."""
+MAX_CONSTANT_BYTES = MAX_MODEL_BYTES
+"""The most bytes a tensor with data in its buffer may declare: its data lies in the file."""
+MAX_ACTIVATION_BYTES = 1 << 32
+"""The most bytes any other tensor may declare (4 GiB): the 32-bit address space of an Ethos-U target."""
+_INT64_MAX = (1 << 63) - 1
+_TT = schema.TensorType
+# Bits per element of each tensor type whose elements have a fixed size (not STRING, RESOURCE, VARIANT).
+_ELEMENT_BITS: dict[int, int] = {
+    _TT.FLOAT32: 32,
+    _TT.FLOAT16: 16,
+    _TT.INT32: 32,
+    _TT.UINT8: 8,
+    _TT.INT64: 64,
+    _TT.BOOL: 8,
+    _TT.INT16: 16,
+    _TT.COMPLEX64: 64,
+    _TT.INT8: 8,
+    _TT.FLOAT64: 64,
+    _TT.COMPLEX128: 128,
+    _TT.UINT64: 64,
+    _TT.UINT32: 32,
+    _TT.UINT16: 16,
+    _TT.INT4: 4,
+    _TT.BFLOAT16: 16,
+    _TT.INT2: 2,
+    _TT.UINT4: 4,
+    _TT.FLOAT8_E4M3FN: 8,
+    _TT.FLOAT8_E5M2: 8,
+}
 
 # Data that lay after the flatbuffer in the file hangs off the BufferT or
 # OperatorT that pointed at it under this attribute, and is written back the
@@ -100,23 +135,22 @@ class _BoundedBytes(bytearray):
         return super().__getitem__(key)
 
 
-def load_model(source: str | os.PathLike[str] | bytes | bytearray | memoryview | Model) -> Model:
-    """Read a TFLite model from a path or bytes; a Model is returned as it is."""
+def load_model(
+    source: str | os.PathLike[str] | bytes | bytearray | memoryview | Model, *, name: str | None = None
+) -> Model:
+    """Read a TFLite model from a path or bytes; a Model is returned as it is.
+
+    `name` names the model in messages and in `Model.name` (default: the path, or `<bytes>`). A path must
+    be a regular file of at most MAX_MODEL_BYTES. Raises ModelError naming the model for a file that
+    cannot be read, a corrupt flatbuffer, an index out of range or a tensor shape `check_tensor_shapes`
+    refuses.
+    """
     if isinstance(source, Model):
         return source
     if isinstance(source, bytes | bytearray | memoryview):
-        data = _BoundedBytes(source)
-        return _parse(data, "<bytes>")
-    path = Path(source)
-    try:
-        size = path.stat().st_size
-        data = _BoundedBytes(size)
-        with open(path, "rb") as handle:
-            if handle.readinto(data) != size:
-                raise ModelError(f"{path}: the file changed size while it was read")
-    except OSError as error:
-        raise ModelError(f"{path}: cannot read the model: {error.strerror or error}") from None
-    return _parse(data, str(path))
+        return _parse(_BoundedBytes(source), "<bytes>" if name is None else name)
+    data = read_regular_file(source, "model", error=ModelError, limit=MAX_MODEL_BYTES)
+    return _parse(_BoundedBytes(data), str(source) if name is None else name)
 
 
 def _parse(data: _BoundedBytes, name: str) -> Model:
@@ -148,6 +182,7 @@ def _parse(data: _BoundedBytes, name: str) -> Model:
     model = Model(root=root, name=name, source_sha256=sha256_bytes(data))
     _resolve_external_data(model, data)
     check_indices(model)
+    check_tensor_shapes(model)
     return model
 
 
@@ -229,6 +264,52 @@ def check_indices(model: Model) -> None:
                     f"{name}: signature def {d} entry {_text(entry.name)!r} refers to tensor "
                     f"{entry.tensorIndex}, but subgraph {signature.subgraphIndex} has {n_tensors} tensors"
                 )
+
+
+def check_tensor_shapes(model: Model) -> None:
+    """Raise ModelError, naming the tensor and its shape, for the first tensor of any subgraph whose
+
+    - `shape` or `shape_signature` has an extent below -1 (-1 marks an unknown extent);
+    - known extents multiply to more elements than a 64-bit integer counts;
+    - `shape` declares more bytes than MAX_CONSTANT_BYTES (a tensor with data in its buffer) or
+      MAX_ACTIVATION_BYTES (any other tensor of a type with fixed-size elements).
+    """
+    for s, subgraph in enumerate(model.subgraphs):
+        for t, tensor in enumerate(subgraph.tensors or []):
+            for field, values in (("shape", tensor.shape), ("shape_signature", tensor.shapeSignature)):
+                extents = _ints(values)
+                count = 1
+                for extent in extents:
+                    if extent < -1:
+                        raise _shape_error(model, s, t, tensor, field, extents, f"extent {extent} is negative")
+                    if extent >= 0:
+                        count *= extent
+                if count > _INT64_MAX:
+                    raise _shape_error(model, s, t, tensor, field, extents, "its element count overflows 64 bits")
+                bits = _ELEMENT_BITS.get(int(tensor.type))
+                if field == "shape" and bits is not None:
+                    _check_tensor_bytes(model, s, t, tensor, extents, count, bits)
+
+
+def _check_tensor_bytes(
+    model: Model, s: int, t: int, tensor: schema.TensorT, extents: list[int], count: int, bits: int
+) -> None:
+    size = (count * bits + 7) // 8
+    if 0 <= tensor.buffer < len(model.buffers) and model.buffer_data(tensor.buffer) is not None:
+        bound, kind = MAX_CONSTANT_BYTES, "a constant (its data lies in the model file, at most 2 GiB)"
+    else:
+        bound, kind = MAX_ACTIVATION_BYTES, "a tensor without data (the 32-bit address space of an Ethos-U target)"
+    if size > bound:
+        problem = f"{count} elements of {bits} bits take {size} bytes, more than the {bound} bytes admitted for {kind}"
+        raise _shape_error(model, s, t, tensor, "shape", extents, problem)
+
+
+def _shape_error(
+    model: Model, s: int, t: int, tensor: schema.TensorT, field: str, extents: list[int], problem: str
+) -> ModelError:
+    return ModelError(
+        f"{model.name}: subgraph {s} tensor {t} ({shown(_text(tensor.name))}) has {field} {shown(extents)}: {problem}"
+    )
 
 
 def _ints(values: object) -> list[int]:

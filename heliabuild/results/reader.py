@@ -2,9 +2,13 @@
 
 `load_result` accepts a bundle only when every check passes, in this order:
 
+0. the bundle holds only regular files and folders (no symlink to anything, no FIFO or device), at most
+   MAX_BUNDLE_ENTRIES of them; each file is read once, at most MAX_FILE_BYTES of it and MAX_BUNDLE_BYTES of
+   all of them, and its JSON is strict UTF-8 nested at most heliabuild.documents.MAX_DEPTH levels;
 1. result.json is JSON with `schema_version` 4 (an earlier schema is refused by name);
 2. an executed result has its receipt `artifacts/acquisition.json`; an unexecuted one has none;
-3. manifest.json lists every file of the bundle but itself, each with the sha256 of its bytes;
+3. with HELIA_BUNDLE_KEY set, signature.json holds the HMAC-SHA256 of manifest.json under that key; manifest.json
+   lists every file of the bundle but itself (and signature.json), each with the sha256 of its bytes;
 4. result.json validates against its schema;
 5. exactly one receipt, supported, consistent with the stage, the runtime and the number of samples;
 6. the samples are in order (index 0 first), their output files match their signatures, run_summary.csv
@@ -15,21 +19,27 @@ Every failure is a ResultError (ReceiptError for the receipt) naming the file an
 
 from __future__ import annotations
 
-import json
+import hmac
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heliabuild.documents import MAX_DOCUMENT_BYTES, parse_json, read_regular_file
 from heliabuild.errors import ReceiptError, ResultError, SchemaError
 from heliabuild.files import sha256_bytes
 from heliabuild.results.bundle import (
+    KEY_VARIABLE,
     MANIFEST_FILE,
     RESULT_FILE,
     RESULT_SCHEMA_VERSION,
     SAMPLES_DIR,
+    SIGNATURE_FILE,
     SUMMARY_FILE,
     Sample,
+    bundle_key,
+    manifest_hmac,
     output_files,
     summary_csv,
 )
@@ -66,25 +76,97 @@ class Result:
         return self.document["segments"]
 
 
-def _read_json(path: Path, relative: str) -> Any:
+MAX_FILE_BYTES = MAX_DOCUMENT_BYTES
+"""The largest file of a bundle read (64 MiB)."""
+
+MAX_BUNDLE_BYTES = 256 << 20
+"""The most bytes read from one bundle, all files together (256 MiB)."""
+
+MAX_BUNDLE_ENTRIES = 65536
+"""The most files and folders walked in one bundle."""
+
+
+class _BundleFiles:
+    """The regular files of a bundle folder: found without following a symlink, each read at most once,
+    every read bounded by MAX_FILE_BYTES and all of them together by MAX_BUNDLE_BYTES."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.names = self._walk()
+        self._remaining = MAX_BUNDLE_BYTES
+        self._read: dict[str, bytes] = {}
+
+    def _walk(self) -> set[str]:
+        """Every file under the root by relative path; ResultError for a symlink (to anything), a FIFO, a
+        device or a socket inside the bundle, or more than MAX_BUNDLE_ENTRIES entries."""
+        found: set[str] = set()
+        count = 0
+        for folder, folders, names in os.walk(self.root):  # never follows a symlinked folder
+            for name in [*folders, *names]:
+                count += 1
+                if count > MAX_BUNDLE_ENTRIES:
+                    raise ResultError(f"{self.root}: holds more than {MAX_BUNDLE_ENTRIES} files and folders")
+                path = Path(folder) / name
+                relative = path.relative_to(self.root).as_posix()
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError as error:
+                    raise ResultError(f"{path}: cannot read the bundle file: {error.strerror or error}") from None
+                if stat.S_ISLNK(mode):
+                    raise ResultError(
+                        f"{path}: a symlink inside the result bundle; a bundle holds only regular files and folders"
+                    )
+                if stat.S_ISDIR(mode):
+                    continue
+                if not stat.S_ISREG(mode):
+                    raise ResultError(f"{path}: not a regular file; a bundle holds only regular files and folders")
+                found.add(relative)
+        return found
+
+    def read(self, relative: str) -> bytes:
+        """The bytes of the bundle file `relative`; ResultError when it is missing or too large."""
+        if relative in self._read:
+            return self._read[relative]
+        if relative not in self.names:
+            raise ResultError(f"{self.root}: {relative} is missing")
+        if self._remaining <= 0:
+            raise ResultError(f"{self.root}: the bundle holds more than the {MAX_BUNDLE_BYTES} bytes read")
+        data = read_regular_file(
+            self.root / relative,
+            "bundle file",
+            error=ResultError,
+            limit=min(MAX_FILE_BYTES, self._remaining),
+            follow_symlinks=False,
+        )
+        self._remaining -= len(data)
+        self._read[relative] = data
+        return data
+
+    def read_json(self, relative: str) -> Any:
+        return parse_json(self.read(relative), relative, "bundle file", error=ResultError)
+
+
+def _check_signature(files: _BundleFiles, key: bytes) -> None:
+    """With a key set, the bundle must carry signature.json holding the HMAC of manifest.json's bytes."""
+    if SIGNATURE_FILE not in files.names:
+        raise ResultError(
+            f"{SIGNATURE_FILE}: missing, and {KEY_VARIABLE} is set: only a bundle signed with that key is read",
+            hint=f"unset {KEY_VARIABLE} to read an unsigned bundle (then only its integrity is checked)",
+        )
+    document = files.read_json(SIGNATURE_FILE)
     try:
-        return json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise ResultError(f"{path.parent}: {relative} is missing") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ResultError(f"{relative}: not valid JSON ({error})") from None
+        validate(document, "bundle-signature", SIGNATURE_FILE)
+    except SchemaError as error:
+        raise ResultError(error.message) from None
+    if not hmac.compare_digest(document["hmac"], manifest_hmac(files.read(MANIFEST_FILE), key)):
+        raise ResultError(
+            f"{SIGNATURE_FILE}: the HMAC of {MANIFEST_FILE} under the key in {KEY_VARIABLE} does not match; "
+            "the bundle was signed with another key or changed after it was signed"
+        )
 
 
-def _bundle_files(root: Path) -> set[str]:
-    found: set[str] = set()
-    for folder, _dirs, names in os.walk(root):
-        for name in names:
-            found.add((Path(folder) / name).relative_to(root).as_posix())
-    return found
-
-
-def _check_manifest(root: Path, manifest: dict[str, str]) -> dict[str, bytes]:
-    present = _bundle_files(root) - {MANIFEST_FILE}
+def _check_manifest(files: _BundleFiles, manifest: dict[str, str]) -> dict[str, bytes]:
+    present = files.names - {MANIFEST_FILE, SIGNATURE_FILE}
     unlisted = sorted(present - set(manifest))
     if unlisted:
         raise ResultError(f"{MANIFEST_FILE}: file {unlisted[0]} is in the bundle but not listed in the manifest")
@@ -93,7 +175,7 @@ def _check_manifest(root: Path, manifest: dict[str, str]) -> dict[str, bytes]:
         raise ResultError(f"{MANIFEST_FILE}: file {missing[0]} is listed but missing from the bundle")
     contents: dict[str, bytes] = {}
     for relative, expected in sorted(manifest.items()):
-        data = (root / relative).read_bytes()
+        data = files.read(relative)
         found = sha256_bytes(data)
         if found != expected:
             raise ResultError(
@@ -114,8 +196,8 @@ def _receipt_files(contents: dict[str, bytes]) -> list[str]:
             found.append(relative)
             continue
         try:
-            document = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            document = parse_json(data, relative, "bundle file", error=ResultError)
+        except ResultError:
             continue
         entries = document if isinstance(document, list) else [document]
         if any(isinstance(entry, dict) and entry.get("schema") == SCHEMA_ID for entry in entries):
@@ -128,7 +210,10 @@ def verify_bundle(path: str | os.PathLike[str]) -> Result:
     root = Path(path)
     if not root.is_dir():
         raise ResultError(f"{root}: not a result bundle folder")
-    document = _read_json(root / RESULT_FILE, RESULT_FILE)
+    if not os.path.lexists(root / RESULT_FILE):  # before walking what may be any folder of the user's
+        raise ResultError(f"{root}: {RESULT_FILE} is missing")
+    files = _BundleFiles(root)
+    document = files.read_json(RESULT_FILE)
     if not isinstance(document, dict):
         raise ResultError(f"{RESULT_FILE}: found {type(document).__name__}, expected an object")
     version = document.get("schema_version")
@@ -138,16 +223,19 @@ def verify_bundle(path: str | os.PathLike[str]) -> Result:
             hint=f"this heliabuild reads result schema {RESULT_SCHEMA_VERSION} only",
         )
     executed = document.get("stage") == "executed"
-    if executed and not (root / RECEIPT_PATH).is_file():
+    if executed and RECEIPT_PATH not in files.names:
         raise ReceiptError(f"{RECEIPT_PATH}: missing acquisition receipt of an executed result")
-    manifest_document = _read_json(root / MANIFEST_FILE, MANIFEST_FILE)
+    manifest_document = files.read_json(MANIFEST_FILE)
+    key = bundle_key()
+    if key is not None:
+        _check_signature(files, key)
     try:
         validate(manifest_document, "manifest", MANIFEST_FILE)
         validate(document, "result", RESULT_FILE)
     except SchemaError as error:
         raise ResultError(error.message) from None
     manifest: dict[str, str] = manifest_document["files"]
-    contents = _check_manifest(root, manifest)
+    contents = _check_manifest(files, manifest)
 
     receipts = _receipt_files(contents)
     receipt: Receipt | None = None
@@ -157,7 +245,7 @@ def verify_bundle(path: str | os.PathLike[str]) -> Result:
             raise ReceiptError(
                 f"{others[0]}: duplicate acquisition receipt beside {RECEIPT_PATH}; expected exactly one receipt"
             )
-        receipt = Receipt.from_json(_read_json(root / RECEIPT_PATH, RECEIPT_PATH), RECEIPT_PATH)
+        receipt = Receipt.from_json(files.read_json(RECEIPT_PATH), RECEIPT_PATH)
     elif receipts:
         raise ReceiptError(
             f"{receipts[0]}: an acquisition receipt in a result whose stage is {document['stage']!r} "
@@ -181,11 +269,9 @@ def verify_bundle(path: str | os.PathLike[str]) -> Result:
             where = f"{RESULT_FILE}: measurements.samples[{position}]"
             if sample.index != position:
                 raise ResultError(f"{where}.index: found {sample.index}, expected {position}")
-            if sample.cycles is not None and len(sample.cycles["segments"]) != segment_count:
-                raise ResultError(
-                    f"{where}.cycles.segments: found {len(sample.cycles['segments'])} entries, "
-                    f"expected one per segment ({segment_count})"
-                )
+            problem = sample.segment_problem(segment_count)
+            if problem is not None:
+                raise ResultError(f"{where}.{problem}")
             for name, file_name in output_files(list(sample.signatures)).items():
                 relative = f"{SAMPLES_DIR}/{position}/{file_name}"
                 expected_files.add(relative)

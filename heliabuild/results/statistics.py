@@ -183,25 +183,35 @@ class Statistics:
         return cls(counters=counters, floats=floats)
 
 
-FLOAT_NAMES = ("latency_s", "energy")
-
-
 def compute_statistics(samples: Sequence[Any], segment_count: int) -> Statistics:
-    """The statistics of `samples` (heliabuild.results.bundle.Sample records) for `segment_count` segments."""
+    """The statistics of `samples` (heliabuild.results.bundle.Sample records) for `segment_count` segments:
+    counters `cycles.total`, `cycles.segment.<k>`, `traffic_beats`, and, when a sample counts them,
+    `instructions.total` and `instructions.segment.<k>`; floats `latency_s`, `energy` and, when a sample
+    times segments, `segment_latency_s.<k>`."""
 
-    def segment(sample: Any, k: int) -> int | None:
-        if sample.cycles is None or k >= len(sample.cycles["segments"]):
+    def segment(counts: dict[str, Any] | None, k: int) -> int | None:
+        if counts is None or k >= len(counts["segments"]):
             return None
-        return sample.cycles["segments"][k]
+        return counts["segments"][k]
 
     counters: dict[str, CounterStatistic | None] = {
         "cycles.total": counter_statistic([None if s.cycles is None else s.cycles["total"] for s in samples]),
     }
     for k in range(segment_count):
-        counters[f"cycles.segment.{k}"] = counter_statistic([segment(s, k) for s in samples])
+        counters[f"cycles.segment.{k}"] = counter_statistic([segment(s.cycles, k) for s in samples])
     counters["traffic_beats"] = counter_statistic([s.traffic_beats for s in samples])
+    if any(s.instructions is not None for s in samples):
+        totals = [None if s.instructions is None else s.instructions["total"] for s in samples]
+        counters["instructions.total"] = counter_statistic(totals)
+        for k in range(segment_count):
+            counters[f"instructions.segment.{k}"] = counter_statistic([segment(s.instructions, k) for s in samples])
     floats = {
         "latency_s": float_statistic([s.latency_s for s in samples]),
         "energy": float_statistic([s.energy for s in samples]),
     }
+    if any(s.segment_latency_s is not None for s in samples):
+        for k in range(segment_count):
+            floats[f"segment_latency_s.{k}"] = float_statistic(
+                [None if s.segment_latency_s is None else s.segment_latency_s[k] for s in samples]
+            )
     return Statistics(counters=counters, floats=floats)

@@ -1,22 +1,25 @@
-"""The acquisition lifecycle (../shared/spec/acquisition-lifecycle.md) on heliabuild's host backend.
+"""The acquisition lifecycle (../shared/spec/acquisition-lifecycle.md): running a runner and publishing its
+result bundle.
 
-`run_runner(runner_json, result_dir)`:
+`run_runner(runner_json, result_dir)` loads and verifies the runner (heliabuild.runner.freeze.load_runner),
+measures with its backend, and writes the bundle with heliabuild.results.bundle.write_bundle, which publishes
+nothing when any check fails. A policy with `fvp_enabled: false` executes nothing: the bundle is
+`build_only` (no receipt, no samples).
 
-1. load and verify the runner (heliabuild.runner.freeze.load_runner);
-2. create ONE instance: one LiteRT interpreter per segment, allocated once (AllocateTensors runs before
-   any invoke; CALL_ONCE initialization runs inside the first invoke);
-3. warmups: refill the inputs, invoke; nothing is recorded;
-4. measured samples: refill the inputs (zeros, or the policy's fixed bytes) outside the timer, then time
-   the segments' invokes and fence copies with time.perf_counter (`latency_s`); the counters of a sample
-   are reset for it: its cycles are segments.json's per-segment `op_cycles` (counter scope
-   `vela_estimate`), null without segments.json; output bytes are read after the timer stops;
-5. the receipt states what ran; the bundle is written with heliabuild.results.bundle.write_bundle, which
-   publishes nothing when any check fails.
+Backends (docs/runner.md, "Backends"):
+
+- `litert` (the host): ONE instance, one LiteRT interpreter per segment, allocated once (AllocateTensors
+  runs before any invoke; CALL_ONCE initialization runs inside the first invoke). Warmups refill the inputs
+  and invoke; each measured sample refills the inputs (zeros, or the policy's fixed bytes) outside the timer,
+  then times each segment (its interpreter and its closing fence's copy) with time.perf_counter: host wall
+  time, `segment_latency_s`, adding up to `latency_s`. The host counts no cycle: `cycles` is null.
+- `qemu-m55`: the runner's firmware on QEMU (heliabuild.runner.qemu): instructions per segment and per
+  invoke, outputs compared with LiteRT's reference kernels; `cycles` and `latency_s` are null (QEMU models
+  neither).
 
 `carry` keeps the one instance across warmups and samples; `single` is one invoke on the initialized
-instance without warmup. Filling inputs is not resetting state: resource variables persist.
-
-A policy with `fvp_enabled: false` executes nothing: the bundle is `build_only` (no receipt, no samples).
+instance without warmup. Filling inputs is not resetting state: resource variables persist. Vela's
+estimate is never a sample figure: it is `segments[].estimated_cycles`.
 """
 
 from __future__ import annotations
@@ -30,27 +33,37 @@ from typing import Any
 import numpy as np
 
 from heliabuild.errors import RunnerError
+from heliabuild.runner import qemu
 from heliabuild.runner.freeze import Runner, load_runner
 from heliabuild.runner.litert import LiteRTInstance, numpy_dtype
 from heliabuild.runner.segments import TensorInfo, cut_segments
 
 INITIALIZATION = "interpreter_allocate_and_first_invoke"
-COUNTER_SCOPE = "vela_estimate"
+HOST_WALL_CLOCK = "host_wall_clock"
+LITERT_SCOPES = {
+    "cycles": None,
+    "instructions": None,
+    "latency_s": HOST_WALL_CLOCK,
+    "segment_latency_s": HOST_WALL_CLOCK,
+    "instruction_resolution": None,
+}
+"""What the host backend's figures count: wall time on the host, no counter."""
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """What one run produced before it is written: per-sample figures and output bytes, and the receipt."""
+    """What one run produced before it is written: the lifecycle it ran, per-sample figures (as
+    heliabuild.results.bundle.Sample keywords) and output bytes, the segments, and what the figures count."""
 
     state: str
     warmup_invokes: int
     measured_invokes: int
-    call_once_present: bool
-    latencies: list[float]
-    cycles: list[dict[str, Any] | None]
+    initialization: str
+    call_once_present: bool | None
+    figures: list[dict[str, Any]]
     outputs: list[list[tuple[str, bytes]]]
-    finite: list[bool]
     segments: list[dict[str, Any]]
+    scopes: dict[str, Any]
 
 
 def _input_values(runner: Runner, infos: list[TensorInfo]) -> list[np.ndarray]:
@@ -65,8 +78,8 @@ def _input_values(runner: Runner, infos: list[TensorInfo]) -> list[np.ndarray]:
     return values
 
 
-def _segment_cycles(runner: Runner, count: int) -> list[int | None]:
-    """Vela's per-segment op_cycles from segments.json, or None each without it."""
+def _estimated_cycles(runner: Runner, count: int) -> list[int | None]:
+    """Vela's per-segment op_cycles from segments.json (an estimate), or None each without it."""
     document = runner.segments_document()
     if document is None:
         return [None] * count
@@ -76,13 +89,21 @@ def _segment_cycles(runner: Runner, count: int) -> list[int | None]:
     return [int(e["op_cycles"]) for e in entries]
 
 
-def measure(runner: Runner) -> Measurement:
-    """Execute the lifecycle the runner's policy states and return what it measured."""
-    if runner.backend != "litert":
-        raise RunnerError(
-            f"{runner.path}: backend {runner.backend} needs an Arm FVP, which is not available",
-            hint="rebuild the runner with backend litert",
-        )
+def _segments(runner: Runner) -> list[dict[str, Any]]:
+    cut = cut_segments(runner.model_path)
+    estimates = _estimated_cycles(runner, len(cut.segments))
+    return [
+        {
+            "index": segment.index,
+            "op_range_start": segment.op_range_start,
+            "op_range_end": segment.op_range_end,
+            "estimated_cycles": estimates[segment.index],
+        }
+        for segment in cut.segments
+    ]
+
+
+def _lifecycle_counts(runner: Runner) -> tuple[str, int, int]:
     policy = runner.policy
     state = policy["state"]
     warmups = int(policy["warmup_invokes"])
@@ -92,6 +113,20 @@ def measure(runner: Runner) -> Measurement:
             f"{runner.path}: policy: state single with {warmups} warmups and {measured} measured invokes; "
             "single is one invoke without warmup"
         )
+    return state, warmups, measured
+
+
+def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
+    """Execute the lifecycle the runner's policy states with the runner's backend; what it measured.
+    `timeout_s` bounds a run on a simulated target (default heliabuild.runner.qemu.DEFAULT_TIMEOUT_S)."""
+    if runner.backend == qemu.BACKEND:
+        return _measure_qemu(runner, qemu.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
+    if runner.backend != "litert":
+        raise RunnerError(
+            f"{runner.path}: backend {runner.backend} is not available here",
+            hint="rebuild the runner with backend litert or qemu-m55",
+        )
+    state, warmups, measured = _lifecycle_counts(runner)
     instance = LiteRTInstance(runner.model_path)
     if instance.call_once_present != runner.call_once_present:
         raise RunnerError(
@@ -100,51 +135,98 @@ def measure(runner: Runner) -> Measurement:
         )
     values = _input_values(runner, instance.input_infos())
     names = [info.name or f"output_{k}" for k, info in enumerate(instance.output_infos())]
-    per_segment = _segment_cycles(runner, len(instance.cut.segments))
 
     for _ in range(warmups):
         instance.fill_inputs(values)
         instance.invoke()
 
-    latencies: list[float] = []
-    cycles: list[dict[str, Any] | None] = []
+    figures: list[dict[str, Any]] = []
     outputs: list[list[tuple[str, bytes]]] = []
-    finite: list[bool] = []
     for _ in range(measured):
         instance.fill_inputs(values)
-        counters = list(per_segment)  # reset for this sample
-        latencies.append(instance.invoke())
+        segment_seconds = instance.invoke()
         arrays = instance.outputs()
-        cycles.append(
-            None if any(c is None for c in counters) else {"total": sum(counters), "segments": counters}  # type: ignore[arg-type]
+        figures.append(
+            {
+                "latency_s": sum(segment_seconds),
+                "segment_latency_s": segment_seconds,
+                "sanity": {"outputs_finite": all(bool(np.isfinite(a).all()) for a in arrays if a.dtype.kind == "f")},
+            }
         )
         outputs.append([(name, array.tobytes()) for name, array in zip(names, arrays, strict=True)])
-        finite.append(all(bool(np.isfinite(a).all()) for a in arrays if a.dtype.kind == "f"))
-
-    segments = [
-        {
-            "index": segment.index,
-            "op_range_start": segment.op_range_start,
-            "op_range_end": segment.op_range_end,
-            "estimated_cycles": per_segment[segment.index],
-        }
-        for segment in instance.cut.segments
-    ]
+    verification = runner.policy.get("verification")
+    if verification is not None:
+        fills = [value.tobytes() for value in values]
+        for figure, checks in zip(figures, _verify(runner, fills, warmups, outputs, verification), strict=True):
+            figure["verification"] = checks
     return Measurement(
         state=state,
         warmup_invokes=warmups,
         measured_invokes=measured,
+        initialization=INITIALIZATION,
         call_once_present=instance.call_once_present,
-        latencies=latencies,
-        cycles=cycles,
+        figures=figures,
         outputs=outputs,
-        finite=finite,
-        segments=segments,
+        segments=_segments(runner),
+        scopes=dict(LITERT_SCOPES),
     )
 
 
-def run_runner(runner_json: str | os.PathLike[str], result_dir: str | os.PathLike[str]) -> Path:
-    """Run the runner and write its result bundle to `result_dir`; return the path of result.json."""
+def _verify(
+    runner: Runner,
+    fills: list[bytes],
+    warmups: int,
+    outputs: list[list[tuple[str, bytes]]],
+    verification: dict[str, Any],
+) -> list[list[dict[str, Any]]]:
+    """Each sample's outputs against LiteRT's reference kernels on the unfenced model run through the same
+    invokes (heliabuild.runner.verification); RunnerError above the policy's bound."""
+    from heliabuild.runner.verification import compare_outputs, first_excess, reference_outputs, verification_failure
+
+    reference = reference_outputs(qemu.unfenced_model(runner.model_path), fills, warmups + len(outputs))
+    result = []
+    for index, sample in enumerate(outputs):
+        checks = compare_outputs(reference[warmups + index], [data for _, data in sample])
+        excess = first_excess(checks, verification.get("max_abs_diff"))
+        if excess is not None:
+            raise RunnerError(verification_failure(runner, index, excess, verification.get("max_abs_diff")))
+        result.append([check.to_json() for check in checks])
+    return result
+
+
+def _measure_qemu(runner: Runner, timeout_s: float) -> Measurement:
+    _lifecycle_counts(runner)
+    run = qemu.measure_firmware(runner, timeout_s)
+    names = [f"output_{k}" for k in range(len(run.outputs[0]) if run.outputs else 0)]
+    names = runner.document["firmware"].get("output_names") or names
+    figures = [
+        {"instructions": counts, "verification": checks, "sanity": {"outputs_finite": True}}
+        for counts, checks in zip(run.instructions, run.verification, strict=True)
+    ]
+    return Measurement(
+        state=run.state,
+        warmup_invokes=run.warmup_invokes,
+        measured_invokes=run.measured_invokes,
+        initialization=qemu.INITIALIZATION,
+        call_once_present=None,
+        figures=figures,
+        outputs=[list(zip(names, sample, strict=True)) for sample in run.outputs],
+        segments=_segments(runner),
+        scopes={
+            "cycles": None,
+            "instructions": qemu.COUNTER_SCOPE,
+            "latency_s": None,
+            "segment_latency_s": None,
+            "instruction_resolution": qemu.RESOLUTION_INSTRUCTIONS,
+        },
+    )
+
+
+def run_runner(
+    runner_json: str | os.PathLike[str], result_dir: str | os.PathLike[str], *, timeout_s: float | None = None
+) -> Path:
+    """Run the runner and write its result bundle to `result_dir`; return the path of result.json. `timeout_s`
+    bounds a run on a simulated target (measure)."""
     from importlib.metadata import PackageNotFoundError, version
 
     from heliabuild import __version__
@@ -155,45 +237,36 @@ def run_runner(runner_json: str | os.PathLike[str], result_dir: str | os.PathLik
     receipt: Receipt | None = None
     samples: list[Sample] = []
     output_bytes: list[list[tuple[str, bytes]]] = []
+    scopes: dict[str, Any] | None = None
     if runner.policy["fvp_enabled"]:
-        result = measure(runner)
+        result = measure(runner, timeout_s)
         receipt = Receipt(
             state=result.state,
             warmup_invokes=result.warmup_invokes,
             measured_invokes=result.measured_invokes,
-            initialization=INITIALIZATION,
+            initialization=result.initialization,
             call_once_present=result.call_once_present,
         )
         samples = [
-            Sample(
-                index=index,
-                cycles=result.cycles[index],
-                latency_s=result.latencies[index],
-                sanity={"outputs_finite": result.finite[index]},
-                signatures=signatures_of(result.outputs[index]),
-            )
+            Sample(index=index, signatures=signatures_of(result.outputs[index]), **result.figures[index])
             for index in range(result.measured_invokes)
         ]
         output_bytes = result.outputs
         segments = result.segments
+        scopes = result.scopes
         stage = "executed"
     else:  # the execution stage is disabled: a build-only result, with no receipt and no samples
-        cut = cut_segments(runner.model_path)
-        per_segment = _segment_cycles(runner, len(cut.segments))
-        segments = [
-            {
-                "index": segment.index,
-                "op_range_start": segment.op_range_start,
-                "op_range_end": segment.op_range_end,
-                "estimated_cycles": per_segment[segment.index],
-            }
-            for segment in cut.segments
-        ]
+        segments = _segments(runner)
         stage = "build_only"
+    provider_versions: dict[str, str | None] = {"heliabuild": __version__}
     try:
-        litert_version: str | None = version("ai-edge-litert")
+        provider_versions["ai-edge-litert"] = version("ai-edge-litert")
     except PackageNotFoundError:
-        litert_version = None
+        provider_versions["ai-edge-litert"] = None
+    firmware = runner.document.get("firmware")
+    if runner.backend == qemu.BACKEND and isinstance(firmware, dict):
+        provider_versions["arm-none-eabi-gcc"] = firmware.get("toolchain")
+        provider_versions["qemu-system-arm"] = _qemu_version()
     return write_bundle(
         result_dir,
         runner_info={"sha256": runner.sha256, "format": runner.document["format"]},
@@ -207,8 +280,23 @@ def run_runner(runner_json: str | os.PathLike[str], result_dir: str | os.PathLik
         samples=samples,
         output_bytes=output_bytes,
         segments=segments,
-        provider_versions={"ai-edge-litert": litert_version, "heliabuild": __version__},
+        provider_versions=provider_versions,
         created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         stage=stage,
-        runtime=runner.backend,
+        runtime=qemu.RUNTIME if runner.backend == qemu.BACKEND else runner.backend,
+        scopes=scopes,
     )
+
+
+def _qemu_version() -> str | None:
+    """The first line of `qemu-system-arm --version`, or None when it cannot be asked."""
+    import subprocess
+
+    from heliabuild.firmware.qemu import QEMU
+
+    try:
+        run = subprocess.run([QEMU, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = run.stdout.splitlines()
+    return lines[0].strip() if run.returncode == 0 and lines else None

@@ -15,6 +15,7 @@ the run otherwise.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,23 +87,27 @@ class LiteRTInstance:
             self.interpreters.append(interpreter)
             self._local.append(local)
 
+        # Tensor -> the segments reading it as an input, in segment order.
+        readers: dict[int, list[int]] = {}
+        for segment in self.cut.segments:
+            for tensor in segment.inputs:
+                readers.setdefault(tensor, []).append(segment.index)
         self._locations: dict[int, _Location] = {}
         for segment in self.cut.segments:
             for tensor in segment.outputs:
                 self._locations[tensor] = _Location(segment.index, self._local[segment.index][tensor])
         for fence in self.cut.fences:
             for _, destination in fence.pairs:
-                reader = next((s for s in self.cut.segments if destination in s.inputs), None)
-                if reader is not None:
-                    self._locations[destination] = _Location(reader.index, self._local[reader.index][destination])
+                if destination in readers:
+                    reader = readers[destination][0]
+                    self._locations[destination] = _Location(reader, self._local[reader][destination])
                 else:  # carried on by a later fence or returned: held by the host
                     info = self.cut.tensors[destination]
                     host = np.zeros(info.shape, dtype=numpy_dtype(info))
                     self._locations[destination] = _Location(None, None, host)
         # Graph input -> every (segment, local index) reading it; refilled before each invoke.
         self._input_targets: list[list[tuple[int, int]]] = [
-            [(s.index, self._local[s.index][t]) for s in self.cut.segments if t in s.inputs]
-            for t in self.cut.graph_inputs
+            [(s, self._local[s][t]) for s in readers.get(t, ())] for t in self.cut.graph_inputs
         ]
         self._addresses = self._current_addresses()
         self._fence_plans: list[StreamSplitPlan] = [self._prepare(fence.index) for fence in self.cut.fences]
@@ -156,19 +161,21 @@ class LiteRTInstance:
             for segment, local in targets:
                 self.interpreters[segment].set_tensor(local, value)
 
-    def invoke(self) -> float:
-        """Run the segments in order with the fences between them; return the seconds it took."""
+    def invoke(self) -> list[float]:
+        """Run the segments in order with the fences between them; return the seconds of each segment, from
+        the end of the previous fence's copy (or the start) to the end of its own fence's copy, so the
+        segments add up to the invoke."""
         interpreters = self.interpreters
         plans = self._fence_plans
         last = len(interpreters) - 1
-        start = time.perf_counter()
+        marks = [time.perf_counter()]
         for number, interpreter in enumerate(interpreters):
             interpreter.invoke()
             if number < last:
                 plans[number].run()
-        elapsed = time.perf_counter() - start
+            marks.append(time.perf_counter())
         self.check_addresses()
-        return elapsed
+        return [end - start for start, end in itertools.pairwise(marks)]
 
     def check_addresses(self) -> None:
         if self._current_addresses() != self._addresses:

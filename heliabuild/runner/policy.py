@@ -5,10 +5,17 @@
         enabled: true
         acquisition: {state: carry, warmup_invokes: 2, measured_invokes: 3}
         tensor_io: {inputs: [{index: 0, file: input0.bin}]}
+        verification: {reference: litert, max_abs_diff: 0}   # qemu-m55: outputs against LiteRT's reference
 
-`load_policy(path)` reads YAML or JSON; `Policy.from_json(document, source)` takes a parsed document. Every
-rejection is one PolicyError naming the source and the field. The policy is validated against
-schemas/policy.schema.json after the rules stated here, which give the clearer message first.
+`load_policy(path)` reads YAML or JSON (as heliabuild.documents says: a regular file, bounded, UTF-8, no YAML
+aliases); `Policy.from_json(document, source)` takes a parsed document. Every rejection is one PolicyError naming
+the source and the field. The policy is validated against schemas/policy.schema.json after the rules stated
+here, which give the clearer message first.
+
+A policy file's `tensor_io` files must lie in the policy's folder (or below it), symlinks resolved, unless the
+policy sets `tensor_io.allow_outside_policy_folder: true`: the bytes are copied into the runner, so a policy
+from elsewhere cannot pull in any file of the machine unasked. A dict policy is the caller's code and is not
+restricted.
 """
 
 from __future__ import annotations
@@ -19,19 +26,25 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
+from heliabuild.documents import MAX_DOCUMENT_BYTES, check_json_values, read_regular_file, read_yaml, shown
 from heliabuild.errors import PolicyError
-from heliabuild.schema_files import load_schema
+from heliabuild.schema_files import load_schema, message_of
 
 STATES = ("carry", "single")
 UNSUPPORTED = ("bus_tracing", "per_layer_fencing")
+MAX_WARMUP_INVOKES = 1000
+MAX_MEASURED_INVOKES = 100_000
+MAX_INPUT_INDEX = 65535
+OUTSIDE_OPT_IN = "allow_outside_policy_folder"
+"""The `tensor_io` key that lets a policy file name input files outside its folder."""
 _KEYS: dict[str, tuple[str, ...]] = {
     "": ("defaults",),
     "defaults": ("fvp",),
-    "defaults.fvp": ("enabled", "acquisition", "tensor_io", *UNSUPPORTED),
+    "defaults.fvp": ("enabled", "acquisition", "tensor_io", "verification", *UNSUPPORTED),
+    "defaults.fvp.verification": ("reference", "max_abs_diff"),
     "defaults.fvp.acquisition": ("state", "warmup_invokes", "measured_invokes"),
-    "defaults.fvp.tensor_io": ("inputs",),
+    "defaults.fvp.tensor_io": ("inputs", OUTSIDE_OPT_IN),
 }
 
 
@@ -54,12 +67,15 @@ class Policy:
     fvp_enabled: bool = True
     source: str = "<default policy>"
     base_dir: Path | None = None
+    inputs_outside_allowed: bool = False
+    verification: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, document: Any, source: str = "<policy>", base_dir: Path | None = None) -> Policy:
         """The policy a parsed document describes; PolicyError naming `source` and the field otherwise."""
         if document is None:
             document = {}
+        check_json_values(document, source, "policy", error=PolicyError)
         _check_keys(document, "", source)
         defaults = document.get("defaults", {})
         _check_keys(defaults, "defaults", source)
@@ -73,7 +89,7 @@ class Policy:
             if name in fvp:
                 value = fvp[name]
                 if not isinstance(value, bool):
-                    raise PolicyError(f"{source}: defaults.fvp.{name}: found {value!r}, expected true or false")
+                    raise PolicyError(f"{source}: defaults.fvp.{name}: found {shown(value)}, expected true or false")
                 if value:
                     raise PolicyError(
                         f"{source}: defaults.fvp.{name}: explicit {name.replace('_', ' ')} is not supported "
@@ -82,15 +98,15 @@ class Policy:
                     )
         enabled = fvp.get("enabled", True)
         if not isinstance(enabled, bool):
-            raise PolicyError(f"{source}: defaults.fvp.enabled: found {enabled!r}, expected true or false")
+            raise PolicyError(f"{source}: defaults.fvp.enabled: found {shown(enabled)}, expected true or false")
         state = acquisition.get("state", "carry")
         if state not in STATES:
-            raise PolicyError(f"{source}: {where}.state: found {state!r}, expected one of {', '.join(STATES)}")
+            raise PolicyError(f"{source}: {where}.state: found {shown(state)}, expected one of {', '.join(STATES)}")
         warmups = acquisition.get("warmup_invokes")
         if warmups is not None:
-            _check_count(warmups, f"{where}.warmup_invokes", source)
+            _check_count(warmups, f"{where}.warmup_invokes", source, MAX_WARMUP_INVOKES)
         measured = acquisition.get("measured_invokes", 1)
-        _check_count(measured, f"{where}.measured_invokes", source)
+        _check_count(measured, f"{where}.measured_invokes", source, MAX_MEASURED_INVOKES)
         if measured < 1:
             raise PolicyError(f"{source}: {where}.measured_invokes: found {measured}, expected at least 1")
         if state == "single" and warmups is not None and warmups > 0:
@@ -105,6 +121,14 @@ class Policy:
                 hint="use state carry for several measured invokes",
             )
         tensor_io = _tensor_io(fvp, source) if "tensor_io" in fvp else None
+        outside = fvp.get("tensor_io", {}).get(OUTSIDE_OPT_IN, False) if tensor_io is not None else False
+        if not isinstance(outside, bool):
+            raise PolicyError(
+                f"{source}: defaults.fvp.tensor_io.{OUTSIDE_OPT_IN}: found {shown(outside)}, expected true or false"
+            )
+        verification = fvp.get("verification")
+        if verification is not None:
+            _check_keys(verification, "defaults.fvp.verification", source)
         _validate_schema(document, source)
         return cls(
             state=state,
@@ -114,6 +138,10 @@ class Policy:
             fvp_enabled=enabled,
             source=source,
             base_dir=base_dir,
+            inputs_outside_allowed=outside,
+            verification=None
+            if verification is None
+            else {"reference": verification["reference"], "max_abs_diff": verification.get("max_abs_diff")},
         )
 
     def warmups_for(self, *, call_once_present: bool | None, aot: bool = False) -> int:
@@ -134,18 +162,29 @@ class Policy:
         path = Path(entry.file)
         return path if path.is_absolute() or self.base_dir is None else self.base_dir / path
 
+    def read_input(self, entry: TensorInput, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+        """The bytes of `entry`'s file (see `input_path`), at most `limit` of them. PolicyError naming the
+        policy, the field and the file when the file is not a regular file, cannot be read, is larger, or (for
+        a policy file without `allow_outside_policy_folder: true`) resolves outside the policy's folder."""
+        field = f"defaults.fvp.tensor_io.inputs (index {entry.index})"
+        path = self.input_path(entry)
+        if self.base_dir is not None and not self.inputs_outside_allowed:
+            folder = Path(os.path.realpath(self.base_dir))  # realpath: a symlink loop is not an error here
+            if not Path(os.path.realpath(path)).is_relative_to(folder):
+                raise PolicyError(
+                    f"{self.source}: {field}: {entry.file} lies outside the policy's folder {folder}",
+                    hint=f"move the file beside the policy, or set tensor_io.{OUTSIDE_OPT_IN}: true",
+                )
+        try:
+            return read_regular_file(path, "input file", error=PolicyError, limit=limit)
+        except PolicyError as error:
+            raise PolicyError(f"{self.source}: {field}: {error.message}") from None
+
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """Read a YAML or JSON policy file."""
+    """Read a YAML or JSON policy file (see the module docstring); PolicyError naming the file otherwise."""
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as error:
-        raise PolicyError(f"{source}: cannot read the policy: {error.strerror or error}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise PolicyError(f"{source}: not a YAML or JSON policy: {str(error).splitlines()[0]}") from None
+    document = read_yaml(source, "policy", error=PolicyError)
     return Policy.from_json(document, str(source), base_dir=source.parent)
 
 
@@ -156,15 +195,20 @@ def _check_keys(document: Any, where: str, source: str) -> None:
     allowed = _KEYS[where]
     for key in document:
         if key not in allowed:
-            field = f"{where}.{key}" if where else str(key)
+            field = f"{where}.{_key(key)}" if where else _key(key)
             raise PolicyError(f"{source}: {field}: unknown key; {label} accepts {', '.join(allowed)}")
 
 
-def _check_count(value: Any, field: str, source: str) -> None:
+def _key(key: object) -> str:
+    """A document's key as a message names it: as written, or shortened (see heliabuild.documents.shown)."""
+    return key if isinstance(key, str) and len(key) <= 60 else shown(key)
+
+
+def _check_count(value: Any, field: str, source: str, maximum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PolicyError(f"{source}: {field}: found {value!r}, expected a non-negative integer")
-    if value < 0:
-        raise PolicyError(f"{source}: {field}: found {value}, expected a non-negative integer")
+        raise PolicyError(f"{source}: {field}: found {shown(value)}, expected a non-negative integer")
+    if not 0 <= value <= maximum:
+        raise PolicyError(f"{source}: {field}: found {shown(value)}, expected an integer from 0 to {maximum}")
 
 
 def _tensor_io(fvp: dict[str, Any], source: str) -> tuple[TensorInput, ...]:
@@ -172,24 +216,24 @@ def _tensor_io(fvp: dict[str, Any], source: str) -> tuple[TensorInput, ...]:
     _check_keys(block, "defaults.fvp.tensor_io", source)
     entries = block.get("inputs")
     if not isinstance(entries, list):
-        raise PolicyError(f"{source}: defaults.fvp.tensor_io.inputs: found {entries!r}, expected a list")
+        raise PolicyError(f"{source}: defaults.fvp.tensor_io.inputs: found {shown(entries)}, expected a list")
     result: list[TensorInput] = []
     seen: set[int] = set()
     for position, entry in enumerate(entries):
         field = f"defaults.fvp.tensor_io.inputs[{position}]"
         if not isinstance(entry, dict):
-            raise PolicyError(f"{source}: {field}: found {entry!r}, expected {{index, file}}")
+            raise PolicyError(f"{source}: {field}: found {shown(entry)}, expected {{index, file}}")
         for key in entry:
             if key not in ("index", "file"):
-                raise PolicyError(f"{source}: {field}.{key}: unknown key; an input accepts index, file")
+                raise PolicyError(f"{source}: {field}.{_key(key)}: unknown key; an input accepts index, file")
         index = entry.get("index")
-        _check_count(index, f"{field}.index", source)
+        _check_count(index, f"{field}.index", source, MAX_INPUT_INDEX)
         if index in seen:
             raise PolicyError(f"{source}: {field}.index: input {index} is given twice")
         seen.add(index)
         file = entry.get("file")
-        if not isinstance(file, str) or not file:
-            raise PolicyError(f"{source}: {field}.file: found {file!r}, expected a file name")
+        if not isinstance(file, str) or not file or "\0" in file:
+            raise PolicyError(f"{source}: {field}.file: found {shown(file)}, expected a file name")
         result.append(TensorInput(index=index, file=file))
     return tuple(sorted(result, key=lambda e: e.index))
 
@@ -199,4 +243,4 @@ def _validate_schema(document: Any, source: str) -> None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         where = ".".join(str(part) for part in error.absolute_path) or "(top level)"
-        raise PolicyError(f"{source}: {where}: {error.message} (schema policy)")
+        raise PolicyError(f"{source}: {where}: {message_of(error)} (schema policy)")

@@ -21,6 +21,7 @@ a fence without a fence pair, a fence output read in more than one later segment
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from ai_edge_litert import schema_py_generated as schema
@@ -28,7 +29,7 @@ from ai_edge_litert import schema_py_generated as schema
 from heliabuild.errors import RunnerError
 from heliabuild.fence.contract import ELEMENT_BYTES, is_fence_name, type_name
 from heliabuild.model.graph import indices, tensor_name
-from heliabuild.model.io import Model, copy_model, load_model, serialize
+from heliabuild.model.io import Model, load_model, serialize
 from heliabuild.model.opcodes import effective_builtin_code
 
 _OP = schema.BuiltinOperator
@@ -170,6 +171,7 @@ def cut_segments(source: Model | str | bytes) -> SegmentedModel:
                 producer.setdefault(tensor, position)
     graph_inputs = tuple(indices(subgraph.inputs))
     graph_outputs = tuple(indices(subgraph.outputs))
+    graph_input_set, graph_output_set = set(graph_inputs), set(graph_outputs)
 
     def constant(tensor: int) -> bool:
         return model.buffer_data(tensors[tensor].buffer) is not None
@@ -243,22 +245,21 @@ def cut_segments(source: Model | str | bytes) -> SegmentedModel:
     start = 0
     for number, group in enumerate(groups):
         ops = [operators[p] for p in group]
-        produced: list[int] = []
-        for op in ops:
-            produced.extend(t for t in indices(op.outputs) if t >= 0 and t not in produced)
+        produced = list(dict.fromkeys(t for op in ops for t in indices(op.outputs) if t >= 0))
         produced_set = set(produced)
-        reads: list[int] = []
+        first_reads: dict[int, None] = {}
         for op in ops:
             for tensor in indices(op.inputs):
-                if tensor < 0 or tensor in produced_set or tensor in reads:
+                if tensor < 0 or tensor in produced_set or tensor in first_reads:
                     continue
                 if constant(tensor) or tensors[tensor].isVariable:
                     continue
-                reads.append(tensor)
+                first_reads[tensor] = None
+        reads = list(first_reads)
         for tensor in reads:
             origin = producer.get(tensor)
             if origin is None:
-                if tensor not in graph_inputs:
+                if tensor not in graph_input_set:
                     raise RunnerError(
                         f"{name}: segment {number} reads {describe(tensor)}, which no operator produces and which "
                         "is neither a constant nor a graph input"
@@ -281,7 +282,7 @@ def cut_segments(source: Model | str | bytes) -> SegmentedModel:
         outputs = [
             t
             for t in produced
-            if t in fence_readers or t in graph_outputs or any(s != number for s in readers_by_segment.get(t, set()))
+            if t in fence_readers or t in graph_output_set or any(s != number for s in readers_by_segment.get(t, set()))
         ]
         if not outputs:
             raise RunnerError(
@@ -319,10 +320,15 @@ def cut_segments(source: Model | str | bytes) -> SegmentedModel:
 
 
 def _segment_model(model: Model, group: list[int], inputs: list[int], outputs: list[int]) -> bytes:
-    """The bytes of a standalone model: operators `group` of subgraph 0 with `inputs`/`outputs`."""
-    working = copy_model(model)
-    subgraph = working.subgraphs[0]
-    operators = [subgraph.operators[p] for p in group]
+    """The bytes of a standalone model: operators `group` of subgraph 0 with `inputs`/`outputs`.
+
+    `model` is left as it is. Only what the segment renumbers is copied (its operators and tensors, the
+    other subgraphs' operator and tensor tables, the metadata and the buffers it keeps); payloads, options
+    and operator codes are shared, so a segment costs time in its own size plus that of the other
+    subgraphs, not in the size of the whole model.
+    """
+    source = model.subgraphs[0]
+    operators = [copy.copy(source.operators[p]) for p in group]
     used: set[int] = set(inputs) | set(outputs)
     for op in operators:
         for field in (op.inputs, op.outputs, op.intermediates):
@@ -330,7 +336,8 @@ def _segment_model(model: Model, group: list[int], inputs: list[int], outputs: l
     kept = sorted(used)
     renumber = {old: new for new, old in enumerate(kept)}
     renumber[-1] = -1
-    subgraph.tensors = [subgraph.tensors[t] for t in kept]
+    subgraph = copy.copy(source)
+    subgraph.tensors = [copy.copy(source.tensors[t]) for t in kept]
     for op in operators:
         op.inputs = [renumber[t] for t in indices(op.inputs)]
         op.outputs = [renumber[t] for t in indices(op.outputs)]
@@ -339,24 +346,33 @@ def _segment_model(model: Model, group: list[int], inputs: list[int], outputs: l
     subgraph.operators = operators
     subgraph.inputs = [renumber[t] for t in inputs]
     subgraph.outputs = [renumber[t] for t in outputs]
+    root = copy.copy(model.root)
+    root.subgraphs = [subgraph, *(_table_copy(other) for other in model.subgraphs[1:])]
+    root.metadata = None if root.metadata is None else [copy.copy(m) for m in root.metadata]
     # Signature defs name tensors of the whole model; the segment has none of its own.
-    working.root.signatureDefs = [s for s in working.root.signatureDefs or [] if s.subgraphIndex != 0] or None
+    root.signatureDefs = [s for s in root.signatureDefs or [] if s.subgraphIndex != 0] or None
+    working = Model(root=root, name=model.name)
     _drop_unused_buffers(working)
     _drop_unused_opcodes(working)
-    working.source_sha256 = None
     return bytes(serialize(working))
 
 
+def _table_copy(subgraph: schema.SubGraphT) -> schema.SubGraphT:
+    """A copy of `subgraph` whose tensors and operators may be renumbered without touching the original's."""
+    result = copy.copy(subgraph)
+    result.tensors = None if subgraph.tensors is None else [copy.copy(t) for t in subgraph.tensors]
+    result.operators = None if subgraph.operators is None else [copy.copy(op) for op in subgraph.operators]
+    return result
+
+
 def _drop_unused_buffers(model: Model) -> None:
+    """Keep the buffers a tensor or metadata entry names (and the sentinel 0), as copies, renumbered."""
+    buffers = model.buffers
     used = {0} | {t.buffer for s in model.subgraphs for t in s.tensors or []}
     used |= {m.buffer for m in model.root.metadata or []}
-    renumber: dict[int, int] = {}
-    kept = []
-    for index, buffer in enumerate(model.buffers):
-        if index in used:
-            renumber[index] = len(kept)
-            kept.append(buffer)
-    model.root.buffers = kept
+    kept_indices = [index for index in sorted(used) if index < len(buffers)]
+    renumber = {old: new for new, old in enumerate(kept_indices)}
+    model.root.buffers = [copy.copy(buffers[index]) for index in kept_indices]
     for subgraph in model.subgraphs:
         for tensor in subgraph.tensors or []:
             tensor.buffer = renumber[tensor.buffer]

@@ -1,9 +1,10 @@
 """SCons wiring of heliabuild: builders, emitters and signatures, nothing else.
 
 The library stages know nothing of SCons; this package only turns library
-calls into SCons builders, the way SCons's own Tool modules do. Load it with
-`env.Tool('heliabuild')` (the thin tool in site_scons/site_tools delegates
-here), which adds:
+calls into SCons builders, the way SCons's own Tool modules do. Load it from an
+installed heliabuild with `Environment(tools=['default', heliabuild.scons.tool])`
+(after `import heliabuild.scons`), or with `env.Tool('heliabuild')` and the thin
+tool in site_scons/site_tools, which delegates here; either adds:
 
 - `HeliaSynth`: a deterministic synthetic model of a kind and seed
   (heliabuild.synth), see heliabuild.scons.synth;
@@ -23,9 +24,23 @@ here), which adds:
 - the pseudo-builder `env.HeliaPipeline(name, model, ...)`, which chains the
   stages and adds aliases, see heliabuild.scons.pipeline.
 
+Every target also depends on the integrity node, so a target that is no
+longer what SCons built is rebuilt (heliabuild.scons.integrity); loading the
+tool sets `max_drift` to -1 and takes the project's build lock
+(heliabuild.scons.wiring).
+
 docs/scons.md is the user documentation.
 """
 
-from heliabuild.scons.tool import exists, generate
+from SCons.Environment import Base as Environment
 
-__all__ = ["exists", "generate"]
+from heliabuild.scons.wiring import exists, generate
+
+
+def tool(env: Environment) -> None:
+    """heliabuild's SCons tool as a callable, so an installed package is enough:
+    `Environment(tools=["default", heliabuild.scons.tool])` adds everything `generate` adds."""
+    generate(env)
+
+
+__all__ = ["exists", "generate", "tool"]

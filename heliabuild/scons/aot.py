@@ -47,10 +47,11 @@ from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
+from heliabuild.documents import parse_json, parse_yaml, read_text
 from heliabuild.errors import HeliaError
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
-from heliabuild.scons.signatures import depend_on_tool_versions
+from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaAotPlan"
 STAGE = "aot-plan"
@@ -121,16 +122,10 @@ def _plan_named_by(config: Node) -> str | None:
     if config.has_builder() or not source.exists():
         return None
     path = source.get_abspath()
+    parse = parse_yaml if path.lower().endswith(YAML_SUFFIXES) else parse_json
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        if path.lower().endswith(YAML_SUFFIXES):
-            import yaml
-
-            document = yaml.safe_load(text)
-        else:
-            document = json.loads(text)
-    except Exception:  # unreadable, not JSON or YAML (yaml.YAMLError): the action reports it
+        document = parse(read_text(path, "configuration"), path, "configuration")
+    except HeliaError:  # unreadable, not JSON or YAML, too large, nested too deep: the action reports it
         return None
     plan = document.get("optimization", {}).get("plan") if isinstance(document, Mapping) else None
     if not isinstance(plan, str) or not plan:
@@ -231,7 +226,7 @@ def aot_emitter(target: list[Node], source: list[Node], env: Environment) -> tup
     present = [node for node in dependencies if node.has_builder() or node.srcnode().exists()]
     if present:
         env.Depends(targets, present)
-    depend_on_tool_versions(env, targets)
+    add_stage_dependencies(env, targets)
     return targets, list(source)
 
 

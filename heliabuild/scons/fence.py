@@ -34,11 +34,11 @@ from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.errors import FenceBindingError, HeliaError
+from heliabuild.errors import HeliaError
 from heliabuild.fence.names import sidecar_path_for
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
-from heliabuild.scons.signatures import depend_on_tool_versions
+from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaFence"
 FENCES = "HELIA_FENCES"
@@ -115,7 +115,7 @@ def fence_emitter(target: list[Node], source: list[Node], env: Environment) -> t
         )
     sidecar = fenced.dir.File(sidecar_path_for(fenced.name).name)
     targets = [fenced, sidecar]
-    depend_on_tool_versions(env, targets)
+    add_stage_dependencies(env, targets)
     return targets, list(source)
 
 
@@ -138,9 +138,7 @@ def fence_action(target: list[Node], source: list[Node], env: Environment) -> in
         else:
             result = rewrite_model_with_fences(model, list(env.get(FENCES) or []))
         sidecar = result.save(str(target[0]))
-    except FenceBindingError as error:
-        return stage_failed(error, target, context=f"fence plan {plan}" if plan is not None else None)
-    except HeliaError as error:
+    except HeliaError as error:  # a binding error names the plan file itself
         return stage_failed(error, target)
     if os.path.abspath(sidecar) != target[1].get_abspath():
         raise RuntimeError(f"{BUILDER_NAME}: the sidecar was written to {sidecar}, but the target is {target[1]}")

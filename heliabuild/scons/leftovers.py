@@ -3,11 +3,13 @@
 heliabuild writes every file through a temporary file in the target's folder
 (`.<target name>.<random>.tmp`, see heliabuild.files.write_atomic) and runs
 Vela in a work folder (`.<model stem>.vela-<random>`, removed by
-heliabuild.vela.compile itself on its next run). A stage killed by SIGKILL
-cannot remove its temporary files; its targets are complete or absent, but the
-temporaries stay. Each stage action therefore removes its own targets'
-leftover temporaries before it runs, so the next build leaves a folder as a
-clean build would.
+heliabuild.vela.compile itself on its next run, unless a live run holds it). A
+stage killed by SIGKILL cannot remove its temporary files; its targets are
+complete or absent, but the temporaries stay. Each stage action therefore
+removes its own targets' leftover temporaries before it runs, so the next
+build leaves a folder as a clean build would. No other build is writing them
+meanwhile: a build holds the project's build lock
+(heliabuild.scons.wiring.lock_the_build) while it runs.
 """
 
 from __future__ import annotations

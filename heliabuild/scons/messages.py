@@ -38,18 +38,13 @@ def stage_comstr(stage: str) -> str:
     return f"heliabuild: {stage} $TARGET"
 
 
-def error_line(error: HeliaError, context: str | None = None) -> str:
-    """The one line that reports `error`: `heliabuild: error: <message>[ (<context>)][ (hint: <hint>)]`.
-
-    `context` names what the message itself cannot, such as the plan file a
-    binding error came from.
-    """
-    where = f" ({context})" if context else ""
+def error_line(error: HeliaError) -> str:
+    """The one line that reports `error`: `heliabuild: error: <message>[ (hint: <hint>)]`."""
     hint = f" (hint: {error.hint})" if error.hint else ""
-    return f"heliabuild: error: {error.message}{where}{hint}"
+    return f"heliabuild: error: {error.message}{hint}"
 
 
-def stage_failed(error: HeliaError, targets: Sequence[Node], context: str | None = None) -> int:
+def stage_failed(error: HeliaError, targets: Sequence[Node]) -> int:
     """Report `error` (see error_line) on stderr, remove any file of `targets`, return EXIT_BAD_INPUT.
 
     The library writes atomically (all outputs of a stage or none), and SCons
@@ -60,7 +55,13 @@ def stage_failed(error: HeliaError, targets: Sequence[Node], context: str | None
     for target in targets:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target.get_abspath())
-    print(error_line(error, context), file=sys.stderr, flush=True)
+    return report_failure(error)
+
+
+def report_failure(error: HeliaError) -> int:
+    """Report `error` (see error_line) on stderr and return EXIT_BAD_INPUT, removing nothing: for a stage
+    whose library call already removed what it may (a result bundle's files, and only when they verify)."""
+    print(error_line(error), file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT
 
 

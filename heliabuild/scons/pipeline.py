@@ -56,14 +56,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import SCons.Node.Alias
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.scons import aot, fence, plan, runner, vela
+from heliabuild.scons import aot, fence, firmware, plan, runner, vela
 from heliabuild.scons.messages import configuration_error, node_path
 
 METHOD_NAME = "HeliaPipeline"
@@ -73,6 +73,9 @@ FENCED_SUFFIX = "_fenced.tflite"
 PLAN_SUFFIX = "_fence_plan.json"
 RUNNER_FOLDER = "runner"
 RESULTS_FOLDER = "results"
+FIRMWARE_FOLDER = "firmware"
+QEMU_BACKEND = "qemu-m55"
+QEMU_PLATFORM = "mps3_an547"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 Fences = tuple[int, ...] | Node | None
@@ -89,6 +92,7 @@ class PipelineRequest:
     build_dir: Node
     overrides: Mapping[str, object]
     prefix: str = ""
+    backend: str = "litert"
 
 
 Built = Mapping[str, list[Node]]
@@ -169,6 +173,10 @@ def _always(request: PipelineRequest) -> bool:
     return True
 
 
+def _on_qemu(request: PipelineRequest) -> bool:
+    return request.backend == QEMU_BACKEND
+
+
 def _vela_unfenced(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
     folder = request.build_dir.Dir(UNFENCED_FOLDER)
     return env.HeliaVela(folder.File(vela.vela_target_name(request.model.name)), request.model, **request.overrides)
@@ -199,16 +207,31 @@ def _vela(env: Environment, request: PipelineRequest, built: Built) -> list[Node
     return targets
 
 
+def _model_to_run(request: PipelineRequest, built: Built) -> Node:
+    """The model the runner runs: the fenced model, or the model itself without a fence stage."""
+    return built["fence"][0] if "fence" in built else request.model
+
+
 def _aot_plan(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    compiled, per_layer = built["vela"][0], built["vela"][1]
     target = request.build_dir.File(f"{request.prefix}{aot.PLAN_SUFFIX}")
+    if _on_qemu(request):  # the firmware runs every operator on the CPU: the plan of the model itself
+        return env.HeliaAotPlan(target, [_model_to_run(request, built)], **request.overrides)
+    compiled, per_layer = built["vela"][0], built["vela"][1]
     return env.HeliaAotPlan(target, [compiled, per_layer], **request.overrides)
+
+
+def _firmware(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
+    target = request.build_dir.Dir(FIRMWARE_FOLDER).File(f"{request.prefix}_model.c")
+    sources = [_model_to_run(request, built), built["aot-plan"][0]]
+    return env.HeliaFirmwareModule(target, sources, **request.overrides)
 
 
 def _runner(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
     fenced = "fence" in built
     sources = [built["fence"][0], built["fence"][1]] if fenced else [request.model]
     sources += [built["vela"][0], built["vela"][3], built["aot-plan"][0]]
+    if "firmware" in built:
+        sources.append(built["firmware"][0])
     target = request.build_dir.Dir(RUNNER_FOLDER).Dir(request.name).File(runner.RUNNER_FILE)
     return env.HeliaRunner(target, sources, **request.overrides)
 
@@ -224,6 +247,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("fence", _has_fences, _fence),
     Stage("vela", _always, _vela),
     Stage("aot-plan", _always, _aot_plan),
+    Stage("firmware", _on_qemu, _firmware),
     Stage("runner", _always, _runner),
     Stage("run", _always, _run),
 )
@@ -349,7 +373,19 @@ def helia_pipeline(
             METHOD_NAME, str(name), f"prefix is {module_prefix!r}; a module prefix is a C identifier, e.g. 'kws'"
         )
     given[aot.PREFIX] = module_prefix
+    chosen_backend = given.get(runner.BACKEND, overrides.get(runner.BACKEND, env.get(runner.BACKEND)))
+    if chosen_backend == QEMU_BACKEND:
+        chosen_platform = given.get(aot.PLATFORM, overrides.get(aot.PLATFORM))
+        if chosen_platform not in (None, QEMU_PLATFORM):
+            raise configuration_error(
+                METHOD_NAME,
+                str(name),
+                f"backend {QEMU_BACKEND} runs on platform {QEMU_PLATFORM}, and platform {chosen_platform!r} was given",
+            )
+        given[aot.PLATFORM] = QEMU_PLATFORM
+        given[firmware.PREFIX] = module_prefix
     request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
+    request = replace(request, backend=str(chosen_backend))
     built: dict[str, list[Node]] = {}
     for stage in STAGES:
         if stage.applies(request):

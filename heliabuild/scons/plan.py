@@ -36,7 +36,7 @@ from heliabuild.errors import HeliaError
 from heliabuild.files import write_json
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
-from heliabuild.scons.signatures import depend_on_tool_versions
+from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaFencePlan"
 STAGE = "plan-fences"
@@ -82,7 +82,7 @@ def plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tu
         raise configuration_error(
             BUILDER_NAME, plan, f"{MIN_COVERAGE} is {coverage!r}; expected a fraction from 0 to 1, e.g. 1.0"
         )
-    depend_on_tool_versions(env, target, vela=True)
+    add_stage_dependencies(env, target, vela=True)
     return target, source
 
 

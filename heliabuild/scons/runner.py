@@ -22,11 +22,14 @@ Contract (docs/runner.md, "Wiring"):
   policy that executes (`enabled` not false), `run_summary.csv` and `artifacts/acquisition.json`. The
   per-sample output files are named after the model's outputs, known only when the run ends, so the
   whole bundle folder is given to env.Clean: `scons -c` removes it. A measurement is not reproducible,
-  so the bundle is never put into (or taken from) a CacheDir.
-- Both depend on the heliabuild and ai-edge-litert versions (Value nodes). They print
-  `$HELIA_RUNNERCOMSTR` / `$HELIA_RUNCOMSTR` (default `heliabuild: runner <target>`, `heliabuild: run
-  <target>`). A HeliaError prints one `heliabuild: error:` line and leaves no output of the stage (a
-  failed run removes the bundle folder).
+  so the bundle is never put into (or taken from) a CacheDir. The bundle's files are Precious (SCons does
+  not delete them before the run: the library replaces an earlier bundle whole, when it verifies), and
+  result.json's integrity check verifies the whole bundle, so a tampered file reruns the stage, which
+  refuses to replace it.
+- Both depend on the heliabuild and ai-edge-litert versions and the integrity node (Value nodes). They
+  print `$HELIA_RUNNERCOMSTR` / `$HELIA_RUNCOMSTR` (default `heliabuild: runner <target>`, `heliabuild:
+  run <target>`). A HeliaError prints one `heliabuild: error:` line and leaves no output of the stage (a
+  failed run removes an earlier bundle that verifies, and nothing else).
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -44,10 +46,12 @@ from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
+from heliabuild.documents import read_json, read_yaml
 from heliabuild.errors import HeliaError
+from heliabuild.scons.integrity import set_verifier
 from heliabuild.scons.leftovers import remove_leftovers
-from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
-from heliabuild.scons.signatures import depend_on_tool_versions
+from heliabuild.scons.messages import configuration_error, node_path, report_failure, stage_comstr, stage_failed
+from heliabuild.scons.signatures import add_stage_dependencies
 
 RUNNER_BUILDER_NAME = "HeliaRunner"
 RUN_BUILDER_NAME = "HeliaRun"
@@ -70,6 +74,10 @@ RESULT_FILE = "result.json"
 MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "run_summary.csv"
 RECEIPT_FILE = "artifacts/acquisition.json"
+QEMU_BACKEND = "qemu-m55"
+FIRMWARE_FILE = "firmware.elf"
+LAYOUT_FILE = "firmware_layout.json"
+CONFIG_SOURCE = "helia_firmware.c"
 
 MODEL_SUFFIX = ".tflite"
 SOURCE_KINDS = (
@@ -77,6 +85,7 @@ SOURCE_KINDS = (
     ("vela_model", "_vela.tflite"),
     ("segments", "_segments.json"),
     ("aot_plan", "_plan.json"),
+    ("firmware_module", "_model.c"),
 )
 """build_runner keyword -> the file-name ending that identifies a further HeliaRunner source."""
 
@@ -95,13 +104,11 @@ _EXECUTES = "helia_runner_executes"
 
 
 def _read_policy_document(path: str) -> Any:
-    """The parsed policy file at `path`, or None when it cannot be read now (the action reports why)."""
+    """The parsed policy file at `path` (heliabuild.documents.read_yaml: bounded, no aliases), or None when it
+    cannot be read now (the action reports why)."""
     try:
-        import yaml
-
-        with open(path, encoding="utf-8") as handle:
-            return yaml.safe_load(handle.read())
-    except Exception:  # unreadable or not YAML: the action reports it with the policy's own message
+        return read_yaml(path, "policy")
+    except HeliaError:  # unreadable or not YAML: the action reports it with the policy's own message
         return None
 
 
@@ -207,15 +214,71 @@ def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> 
         dependencies.append(node)
         targets.append(folder.File(f"{INPUTS_DIR}/input_{index}.bin"))
 
+    # Only a regular file is a dependency: SCons would block hashing a FIFO or read a device forever; the
+    # action refuses such an input file with the policy's own message.
+    present = [node for node in dependencies if node.has_builder() or os.path.isfile(node.srcnode().get_abspath())]
+    request["shown"] = json.dumps(shown, sort_keys=True)
+    if backend == QEMU_BACKEND:
+        targets += _firmware_nodes(env, runner_json, kinds, request, present)
     request["sources"] = {kind: _real_path(node) for kind, node in kinds.items()}
     setattr(runner_json.attributes, _REQUEST, request)
     setattr(runner_json.attributes, _EXECUTES, _executes(document))
-    env.Depends(targets, env.Value(f"{RUNNER_STAGE} policy {json.dumps(shown, sort_keys=True)}"))
-    present = [node for node in dependencies if node.has_builder() or node.srcnode().exists()]
+    env.Depends(targets, env.Value(f"{RUNNER_STAGE} policy {request['shown']}"))
     if present:
         env.Depends(targets, present)
-    depend_on_tool_versions(env, targets)
+    add_stage_dependencies(env, targets)
     return targets, list(source)
+
+
+def _firmware_folder(runner_json: Node) -> Node:
+    """Where the qemu-m55 firmware of a runner is built: beside the runner folder, `<folder>.firmware/`."""
+    return runner_json.dir.up().Dir(f"{runner_json.dir.name}.firmware")
+
+
+def _firmware_nodes(
+    env: Environment, runner_json: Node, kinds: dict[str, Node], request: dict[str, Any], policy: list[Node]
+) -> list[Node]:
+    """The qemu-m55 firmware of a runner: its policy source (generated from the policy, as the runner build
+    freezes it), linked with the generated module and the shared firmware library into `firmware.elf`;
+    runner.json depends on the ELF and copies it. Returns the runner folder's extra targets."""
+    from heliabuild.scons import firmware
+
+    module = kinds.get("firmware_module")
+    if module is None or "aot_plan" not in kinds:
+        raise configuration_error(
+            RUNNER_BUILDER_NAME,
+            runner_json,
+            "backend qemu-m55 needs the AOT plan and the generated module (<prefix>_model.c) among the sources",
+        )
+    folder = _firmware_folder(runner_json)
+    config = env.Command(
+        folder.File(CONFIG_SOURCE),
+        [kinds["model"], *policy],
+        Action(_firmware_config_action, cmdstr=f"${firmware.FIRMWARE_COMSTR}"),
+    )[0]
+    setattr(config.attributes, _REQUEST, request)
+    env.Depends(config, env.Value(f"{RUNNER_STAGE} firmware policy {request.get('shown')}"))
+    add_stage_dependencies(env, [config])
+    elf = firmware.link_firmware(env, folder.File(FIRMWARE_FILE), [module, config], firmware.firmware_library(env))
+    layout = module.dir.File(module.name.removesuffix("_model.c") + "_layout.json")
+    request["firmware"] = {"elf": _real_path(elf), "layout": _real_path(layout)}
+    env.Depends(runner_json, [elf, layout])
+    return [runner_json.dir.File(FIRMWARE_FILE), runner_json.dir.File(LAYOUT_FILE)]
+
+
+def _firmware_config_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Write `helia_firmware.c`: the runner's policy frozen as build_runner freezes it (heliabuild.runner.freeze)."""
+    from heliabuild.files import write_atomic
+    from heliabuild.runner.freeze import firmware_config
+
+    request = getattr(target[0].attributes, _REQUEST)
+    policy = request["policy_path"] if request["policy_path"] is not None else request["policy_document"]
+    try:
+        prefix = env.subst("$HELIA_FIRMWARE_PREFIX") or "model"
+        write_atomic(target[0].get_abspath(), firmware_config(source[0].get_abspath(), policy, prefix))
+    except HeliaError as error:
+        return stage_failed(error, target)
+    return 0
 
 
 def runner_action(target: list[Node], source: list[Node], env: Environment) -> int:
@@ -227,6 +290,11 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
     policy = request["policy_path"] if request["policy_path"] is not None else request["policy_document"]
     sources = request["sources"]
     try:
+        built = None
+        if "firmware" in request:
+            from heliabuild.runner.qemu import firmware_from_files
+
+            built = firmware_from_files(sources["model"], request["firmware"]["elf"], request["firmware"]["layout"])
         written = build_runner(
             os.path.dirname(target[0].get_abspath()),
             model=sources["model"],
@@ -236,6 +304,7 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
             segments=sources.get("segments"),
             aot_plan=sources.get("aot_plan"),
             backend=env[BACKEND],
+            firmware=built,
         )
     except HeliaError as error:
         return stage_failed(error, target)
@@ -250,11 +319,10 @@ def _runner_executes(runner_json: Node) -> bool:
     if known is not None:
         return bool(known)
     path = _real_path(runner_json)
-    with contextlib.suppress(OSError, ValueError):
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-        enabled = document.get("policy", {}).get("fvp_enabled", True) if isinstance(document, dict) else True
-        return enabled is not False
+    with contextlib.suppress(HeliaError):  # unreadable or not JSON: running it reports why
+        document = read_json(path, "runner")
+        policy = document.get("policy") if isinstance(document, dict) else None
+        return not isinstance(policy, dict) or policy.get("fvp_enabled", True) is not False
     return True
 
 
@@ -274,20 +342,54 @@ def run_emitter(target: list[Node], source: list[Node], env: Environment) -> tup
     targets = [result, *(folder.File(name) for name in names)]
     env.Clean(targets, folder)
     env.NoCache(targets)
-    depend_on_tool_versions(env, targets)
+    env.Precious(targets)  # the library replaces an earlier bundle only whole, when it verifies
+    set_verifier(result, _bundle_verifies)
+    add_stage_dependencies(env, targets)
     return targets, list(source)
 
 
+def _bundle_verifies(result: Node) -> bool:
+    """Whether the bundle folder of `result` verifies against its manifest (heliabuild.results.reader)."""
+    from heliabuild.results.reader import verify_bundle
+
+    try:
+        verify_bundle(result.dir.get_abspath())
+    except HeliaError:
+        return False
+    return True
+
+
+def _remove_target_folders(targets: Sequence[Node]) -> None:
+    """Remove the folders of `targets` (the bundle folder, `artifacts/`) while they are empty, deepest first.
+
+    SCons makes a target's folder before its action runs, and the library
+    writes a bundle only into a new or empty folder or over an earlier bundle.
+    """
+    folders = {os.path.dirname(node.get_abspath()) for node in targets}
+    for folder in sorted(folders, key=len, reverse=True):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
 def run_action(target: list[Node], source: list[Node], env: Environment) -> int:
-    """Run the runner and publish its bundle into the folder of `target[0]`; on a failure, no bundle."""
+    """Run the runner and publish its bundle into the folder of `target[0]`.
+
+    A folder that holds anything but an earlier bundle that verifies (a
+    tampered bundle, say) is refused before the run, and left as it is; on
+    any failure an earlier bundle that verifies is removed, so no stale
+    bundle stays behind.
+    """
+    from heliabuild.results.bundle import check_bundle_target, discard_bundle
     from heliabuild.runner.lifecycle import run_runner
 
     folder = os.path.dirname(target[0].get_abspath())
+    _remove_target_folders(target)
     try:
+        check_bundle_target(folder)  # before measuring: a tampered bundle is refused, not replaced
         written = run_runner(_real_path(source[0]), folder)
     except HeliaError as error:
-        shutil.rmtree(folder, ignore_errors=True)
-        return stage_failed(error, target)
+        discard_bundle(folder)  # an earlier bundle it may replace; never a folder of anything else
+        return report_failure(error)
     missing = [str(node) for node in target if not os.path.isfile(node.get_abspath())]
     if os.path.abspath(written) != target[0].get_abspath() or missing:
         raise RuntimeError(f"{RUN_BUILDER_NAME}: wrote {written}; declared targets missing: {missing}")
@@ -312,22 +414,31 @@ def run_builder() -> Builder:
 
 
 def summary_row(name: str, result_dir: str) -> list[str]:
-    """One row of summary_table: the pipeline, its segments, estimated cycles per segment, measured latency
-    median and the bundle path, read from the verified bundle with heliabuild.api."""
+    """One row of summary_table: the pipeline, its backend, its segments, Vela's estimated cycles per segment
+    (an estimate), the measured figure's median per invoke (instructions on QEMU, host wall time on LiteRT,
+    each named by its unit) and the bundle path, read from the verified bundle with heliabuild.api."""
     from heliabuild.api import load_result, measurement_samples
 
     result = load_result(result_dir)
     cycles = [segment["estimated_cycles"] for segment in result.segments]
-    latencies = [s.latency_s for s in measurement_samples(result) if s.latency_s is not None]
-    median = f"{statistics.median(latencies) * 1e6:.1f}" if latencies else "-"
+    samples = measurement_samples(result)
+    latencies = [s.latency_s for s in samples if s.latency_s is not None]
+    instructions = [s.instructions["total"] for s in samples if s.instructions is not None]
+    if instructions:
+        measured = f"{statistics.median(instructions):.0f} instructions"
+    elif latencies:
+        measured = f"{statistics.median(latencies) * 1e6:.1f} us host"
+    else:
+        measured = "-"
     estimated = "/".join("-" if value is None else str(value) for value in cycles) or "-"
-    return [name, str(len(cycles)), estimated, median, result_dir]
+    backend = result.document["run_identity"]["backend"]
+    return [name, backend, str(len(cycles)), estimated, measured, result_dir]
 
 
 def summary_table(rows: Sequence[Sequence[str]]) -> str:
     """The table the repository's SConstruct prints after a build that ran or found up to date every run
     stage: one row per pipeline (summary_row)."""
-    header = ["pipeline", "segments", "estimated cycles per segment", "latency median (us)", "bundle"]
+    header = ["pipeline", "backend", "segments", "estimated cycles per segment", "measured median", "bundle"]
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * width for width in widths))

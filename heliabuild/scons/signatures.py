@@ -7,6 +7,8 @@ for the version of every tool a stage runs. Upgrading heliabuild or
 ai-edge-litert therefore rebuilds every heliabuild target, upgrading
 ethos-u-vela rebuilds the stages that run Vela's code, and a target whose
 new output is byte-identical stops the rebuild from going further down.
+Every target also depends on the integrity node (heliabuild.scons.integrity):
+a target whose file is not what SCons built is rebuilt.
 
 The Vela version is the construction variable `HELIA_VELA_VERSION`, the
 recorded tool version, which defaults to the installed ethos-u-vela's; setting
@@ -24,6 +26,7 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 import heliabuild
+from heliabuild.scons.integrity import integrity_node
 
 VELA_DISTRIBUTION = "ethos-u-vela"
 VELA_VERSION = "HELIA_VELA_VERSION"
@@ -64,8 +67,9 @@ def vela_version_node(env: Environment) -> Node:
     return env.Value(f"{VELA_DISTRIBUTION}=={env.get(VELA_VERSION)}")
 
 
-def depend_on_tool_versions(env: Environment, targets: Sequence[Node], vela: bool = False) -> None:
-    """Make `targets` depend on the tool version Value nodes, so a tool upgrade rebuilds them.
+def add_stage_dependencies(env: Environment, targets: Sequence[Node], vela: bool = False) -> None:
+    """Make `targets` depend on the tool version Value nodes, so a tool upgrade rebuilds them, and on the
+    integrity node (heliabuild.scons.integrity), so a target that is no longer what SCons built is rebuilt.
 
     With `vela`, for a stage that runs Vela's code, they also depend on
     vela_version_node(env).
@@ -73,4 +77,5 @@ def depend_on_tool_versions(env: Environment, targets: Sequence[Node], vela: boo
     nodes = tool_version_nodes(env)
     if vela:
         nodes.append(vela_version_node(env))
+    nodes.append(integrity_node(env))
     env.Depends(list(targets), nodes)

@@ -29,7 +29,7 @@ from SCons.Node import Node
 from heliabuild.errors import HeliaError
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
-from heliabuild.scons.signatures import depend_on_tool_versions
+from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaSynth"
 KIND = "HELIA_SYNTH_KIND"
@@ -63,7 +63,7 @@ def synth_emitter(target: list[Node], source: list[Node], env: Environment) -> t
         )
     if not env.get(KIND):
         raise configuration_error(BUILDER_NAME, target[0], f"{KIND} is not set; e.g. {KIND}='chain'")
-    depend_on_tool_versions(env, target)
+    add_stage_dependencies(env, target)
     return target, source
 
 

@@ -48,7 +48,7 @@ from heliabuild.errors import HeliaError
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
 from heliabuild.scons.scanners import sidecar_scanner
-from heliabuild.scons.signatures import VELA_DISTRIBUTION, VELA_VERSION, depend_on_tool_versions, installed_version
+from heliabuild.scons.signatures import VELA_DISTRIBUTION, VELA_VERSION, add_stage_dependencies, installed_version
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_system_config, output_names
 
 BUILDER_NAME = "HeliaVela"
@@ -171,7 +171,7 @@ def vela_emitter(target: list[Node], source: list[Node], env: Environment) -> tu
     present = [node for node in configs if node.has_builder() or node.srcnode().exists()]
     if present:
         env.Depends(targets, present)
-    depend_on_tool_versions(env, targets, vela=True)
+    add_stage_dependencies(env, targets, vela=True)
     return targets, [model]
 
 

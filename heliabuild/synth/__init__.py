@@ -8,13 +8,14 @@ The same arguments (including the seed) always give byte-identical models.
 - chain_network / residual_network / int8_network: int8 networks that Vela
   compiles fully to the Ethos-U NPU and LiteRT runs.
 - large_model: about 1,000 operators and 50 MB of weights, for benchmarks.
+- long_chain_model: 100,000 tiny ADD and RESHAPE operators (by default), for scaling benchmarks.
 - single_op_model: one DIV, NEG, SQUARED_DIFFERENCE, comparison or SELECT_V2
   on float32/float16/int32 inputs with broadcasting shapes.
 """
 
 from heliabuild.synth.builder import GraphBuilder
 from heliabuild.synth.kinds import KINDS, SEEDED_KINDS, synthesize
-from heliabuild.synth.large import large_model, large_model_operator_count
+from heliabuild.synth.large import large_model, large_model_operator_count, long_chain_model
 from heliabuild.synth.layers import Int8Graph, QTensor
 from heliabuild.synth.networks import chain_network, int8_network, residual_network
 from heliabuild.synth.single_op import SINGLE_OPS, default_shapes, single_op_model
@@ -31,6 +32,7 @@ __all__ = [
     "int8_network",
     "large_model",
     "large_model_operator_count",
+    "long_chain_model",
     "residual_network",
     "single_op_model",
     "synthesize",

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from heliabuild.documents import read_text, shown
 from heliabuild.errors import VelaError
 
 # header -> attribute, for every column heliabuild reads
@@ -82,15 +83,20 @@ class PerLayerRow:
 
 
 def read_per_layer(path: str | os.PathLike[str]) -> list[PerLayerRow]:
-    """Read a per-layer CSV; VelaError naming the file, row and column on anything malformed."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise VelaError(f"{path}: cannot read the per-layer CSV: {error.strerror or error}") from None
-    return parse_per_layer(text, str(path))
+    """Read a per-layer CSV (as heliabuild.documents says: a regular file, bounded, UTF-8); VelaError naming the
+    file, row and column on anything malformed."""
+    return parse_per_layer(read_text(path, "per-layer CSV", error=VelaError), str(path))
 
 
 def parse_per_layer(text: str, source: str = "per-layer CSV") -> list[PerLayerRow]:
+    """The rows of the per-layer CSV `text` (from `source`); VelaError naming the row and column otherwise."""
+    try:
+        return _parse_rows(text, source)
+    except csv.Error as error:
+        raise VelaError(f"{source}: not a Vela per-layer CSV: {error}") from None
+
+
+def _parse_rows(text: str, source: str) -> list[PerLayerRow]:
     reader = csv.DictReader(io.StringIO(text))
     # Vela ends every line; a file that stops inside a line was cut short (in the Name column, say).
     cut_short = bool(text) and not text.endswith(("\n", "\r"))
@@ -98,7 +104,7 @@ def parse_per_layer(text: str, source: str = "per-layer CSV") -> list[PerLayerRo
     missing = [column for column in _COLUMNS if column not in header]
     if missing:
         raise VelaError(
-            f"{source}: not a Vela per-layer CSV: missing column(s) {missing}",
+            f"{source}: not a Vela per-layer CSV: missing column(s) {shown(missing)}",
             hint="Produce it with vela --verbose-performance.",
         )
     rows: list[PerLayerRow] = []
@@ -120,7 +126,7 @@ def _integer(raw: str, source: str, number: int, column: str) -> int:
     try:
         value = float(raw)
     except ValueError:
-        raise VelaError(f"{source}: row {number + 1} column {column!r} is {raw!r}, not a number") from None
-    if value < 0 or value != int(value):
-        raise VelaError(f"{source}: row {number + 1} column {column!r} is {raw!r}; expected a whole count >= 0")
+        raise VelaError(f"{source}: row {number + 1} column {column!r} is {shown(raw)}, not a number") from None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise VelaError(f"{source}: row {number + 1} column {column!r} is {shown(raw)}; expected a whole count >= 0")
     return int(value)

@@ -9,8 +9,10 @@ output complete or absent, never cut off.
 
 from __future__ import annotations
 
+import configparser
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,13 +23,16 @@ from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 
+from heliabuild.documents import read_text
 from heliabuild.errors import HeliaError, VelaError
 from heliabuild.fence.contract import is_fence_name
 from heliabuild.fence.names import sidecar_path_for
 from heliabuild.fence.sidecar import load_sidecar
-from heliabuild.files import write_json
+from heliabuild.files import make_folders, remove_folders, write_json
+from heliabuild.locks import acquire, is_held, locked
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, load_model, model_sha256
+from heliabuild.paths import check_outputs
 from heliabuild.schema_files import validate
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_memory_mode, default_system_config, output_names
 from heliabuild.vela.per_layer import read_per_layer
@@ -36,6 +41,12 @@ from heliabuild.vela.streams import CommandStreams, command_streams
 from heliabuild.vela.summary import read_summary
 
 OPTIMISE_CHOICES = ("Size", "Performance")
+WORK_PREFIX = ".vela-"
+"""Vela's work folders are `.<model stem>.vela-<random letters, digits or _>` in the output folder."""
+WORK_LOCK = ".lock"
+"""The lock file in a work folder, held while the folder is in use."""
+WORK_LOCK_SUFFIX = ".vela.lock"
+"""The model's lock `.<model stem>.vela.lock`, held while work folders are created or removed."""
 
 
 @cache
@@ -79,14 +90,26 @@ class VelaOptions:
             )
         if self.optimise is not None and self.optimise not in OPTIMISE_CHOICES:
             raise VelaError(f"{model}: optimise is {self.optimise!r}; expected one of {', '.join(OPTIMISE_CHOICES)}")
+        sections: dict[str, str] = {}  # section -> the first configuration file holding it
         for path in self.config:
-            if not Path(path).is_file():
-                raise VelaError(f"{path}: the Vela configuration file does not exist")
+            for section in _ini_sections(path):
+                sections.setdefault(section, path)
         if self.config and (self.system_config is None or self.memory_mode is None):
             raise VelaError(
                 f"{model}: a Vela configuration file needs an explicit system config and memory mode",
                 hint="Name the [System_Config.*] and [Memory_Mode.*] sections of the file to use.",
             )
+        if self.config:
+            for option, kind, name in (
+                ("--system-config", "System_Config", self.system_config),
+                ("--memory-mode", "Memory_Mode", self.memory_mode),
+            ):
+                if f"{kind}.{name}" not in sections:
+                    known = sorted(s.partition(".")[2] for s in sections if s.startswith(f"{kind}."))
+                    raise VelaError(
+                        f"{', '.join(self.config)}: no [{kind}.{name}] section for {option} {name}; "
+                        f"the file defines {', '.join(known) or f'no {kind} section'}"
+                    )
 
     def arguments(self) -> list[str]:
         arguments = ["--accelerator-config", self.accelerator, "--verbose-performance"]
@@ -100,6 +123,18 @@ class VelaOptions:
         if self.optimise is not None:
             arguments += ["--optimise", self.optimise]
         return [*arguments, *self.extra_args]
+
+
+def _ini_sections(path: str) -> list[str]:
+    """The section names of the Vela configuration file `path`, read as Vela reads it (configparser)."""
+    if not os.path.lexists(path):
+        raise VelaError(f"{path}: the Vela configuration file does not exist")
+    parser = configparser.ConfigParser()
+    try:
+        parser.read_string(read_text(path, "Vela configuration file", error=VelaError), source=path)
+    except configparser.Error as error:
+        raise VelaError(f"{path}: not a Vela configuration file: {' '.join(str(error).split())}") from None
+    return parser.sections()
 
 
 @dataclass(frozen=True)
@@ -141,7 +176,14 @@ def compile(
     model's sidecar, when it lies beside the model, must belong to it; its
     `source_sha256` is carried into segments.json. Raises VelaError quoting
     Vela's message when Vela fails; then none of the four files is left in
-    `out_dir`, not even from an earlier run.
+    `out_dir`, not even from an earlier run, and `out_dir` itself (with its
+    parents) is removed again when this call created it. Refuses, before
+    writing anything, an output file that is the model, its sidecar or a
+    configuration file (heliabuild.paths.check_outputs). A `--config` file
+    must hold the named system config and memory mode sections. Vela runs in
+    a locked work folder (_new_work_folder), so compiles at once into one
+    folder never remove each other's work; segments.json records the compiled
+    model's SHA-256 (`compiled_sha256`), which binds it to the model.
     """
     options = VelaOptions(
         accelerator=accelerator,
@@ -153,13 +195,23 @@ def compile(
     )
     source = Path(model)
     loaded = load_model(source)
+    if not loaded.subgraphs or not loaded.subgraphs[0].operators:
+        raise VelaError(f"{source}: the model has no operators, so Vela has nothing to compile or estimate")
     options.check(str(source))
     source_sha256 = _source_sha256(source, loaded)
     target = Path(out_dir)
-    target.mkdir(parents=True, exist_ok=True)
     names = output_names(source, options.resolved_system_config)
-    _remove_stale_work(target, source.stem)
-    work = Path(tempfile.mkdtemp(prefix=f".{source.stem}.vela-", dir=target))
+    check_outputs(
+        [(f"Vela output {name}", target / name) for name in names.values()],
+        [("model", source), ("sidecar", sidecar_path_for(source))]
+        + [("Vela configuration", path) for path in options.config],
+    )
+    created = make_folders(target)
+    try:
+        work, work_lock = _new_work_folder(target, source.stem)
+    except BaseException:
+        remove_folders(created)
+        raise
     try:
         output = _run_vela(source, work, options)
         produced = {role: work / name for role, name in names.items()}
@@ -173,14 +225,16 @@ def compile(
         write_json(produced["segments"], document)
         warnings = _warnings(output, report, _fence_outputs(loaded))
         for role, name in names.items():
-            os.replace(produced[role], target / name)
-    except HeliaError:
-        # A failed stage leaves no stale-but-plausible output from an earlier run behind.
-        for name in names.values():
-            (target / name).unlink(missing_ok=True)
+            _move(produced[role], target / name)
+    except BaseException as failure:
+        if isinstance(failure, HeliaError):
+            # A failed stage leaves no stale-but-plausible output from an earlier run behind.
+            for name in names.values():
+                (target / name).unlink(missing_ok=True)
+        _remove_work(work, work_lock)
+        remove_folders(created)  # only the folders this call created, and only while empty
         raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    _remove_work(work, work_lock)
     return VelaResult(
         model=target / names["model"],
         per_layer_csv=target / names["per_layer"],
@@ -210,10 +264,48 @@ def _source_sha256(model: Path, loaded: Model) -> str | None:
     return sidecar.source_sha256
 
 
-def _remove_stale_work(folder: Path, stem: str) -> None:
-    """Remove work folders a killed run of this model left behind."""
-    for stale in folder.glob(f".{glob.escape(stem)}.vela-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+def _new_work_folder(folder: Path, stem: str) -> tuple[Path, int]:
+    """A new work folder for Vela on the model `stem` in `folder`, and the descriptor of its held lock.
+
+    A work folder is `.<stem>.vela-<random letters, digits or _>`, holding the lock
+    file `.lock` its run holds until the folder is removed (_remove_work). A
+    killed run's lock is released by the kernel, so its folder is stale, and
+    the stale folders of the model are removed first. Creating a folder and
+    taking its lock, and removing stale folders, happen under the model's
+    lock `.<stem>.vela.lock`, so no process ever sees a live folder before
+    it is locked: two runs at once never remove each other's work.
+    """
+    with locked(folder / f".{stem}{WORK_LOCK_SUFFIX}"):
+        pattern = re.compile(rf"\.{re.escape(stem)}{re.escape(WORK_PREFIX)}[a-z0-9_]+")
+        for stale in folder.glob(f".{glob.escape(stem)}{WORK_PREFIX}*"):
+            ours = pattern.fullmatch(stale.name) and stale.is_dir() and not stale.is_symlink()
+            if ours and not is_held(stale / WORK_LOCK):
+                shutil.rmtree(stale, ignore_errors=True)
+        try:
+            work = Path(tempfile.mkdtemp(prefix=f".{stem}{WORK_PREFIX}", dir=folder))
+        except OSError as error:
+            raise VelaError(f"{folder}: cannot create Vela's work folder: {error.strerror or error}") from None
+        try:
+            return work, acquire(work / WORK_LOCK)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+
+
+def _remove_work(work: Path, lock: int) -> None:
+    """Remove the work folder `work`, then release its lock `lock` (from _new_work_folder)."""
+    try:
+        shutil.rmtree(work, ignore_errors=True)
+    finally:
+        os.close(lock)
+
+
+def _move(produced: Path, destination: Path) -> None:
+    """Move one of Vela's outputs into place; VelaError naming it instead of a bare OSError."""
+    try:
+        os.replace(produced, destination)
+    except OSError as error:
+        raise VelaError(f"{destination}: cannot move Vela's output into place: {error.strerror or error}") from None
 
 
 def _run_vela(model: Path, work: Path, options: VelaOptions) -> str:
@@ -267,6 +359,9 @@ def _report(
         coverage=coverage,
         attributions=tuple(attributions),
         streams=command_streams(compiled),
+        compiled_sha256=model_sha256(compiled),
+        sram_memory_used_kib=summary.sram_memory_used_kib,
+        off_chip_flash_memory_used_kib=summary.off_chip_flash_memory_used_kib,
     )
 
 

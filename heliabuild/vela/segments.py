@@ -9,10 +9,12 @@ Vela produced.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from heliabuild.errors import HeliaError
 from heliabuild.fence.contract import is_fence_name
 from heliabuild.model.io import Model
 from heliabuild.vela.attribution import FenceCoverage, RowAttribution, attribute_rows, coverage_of
@@ -65,7 +67,11 @@ class SegmentsReport:
 
     `source_sha256` is the unfenced source's hash: the sidecar's for a fenced
     model, the model's own for an unfenced one, None for a fenced model
-    without its sidecar beside it.
+    without its sidecar beside it. `compiled_sha256` is the hash of Vela's
+    compiled model written with it, which binds that file to the model.
+    `sram_memory_used_kib` and `off_chip_flash_memory_used_kib` are the
+    memory use Vela's summary CSV reports for the compiled model (None, and
+    absent from the JSON, where no summary was read).
     """
 
     model: str
@@ -80,6 +86,9 @@ class SegmentsReport:
     coverage: FenceCoverage
     attributions: tuple[RowAttribution, ...]
     streams: CommandStreams
+    compiled_sha256: str | None = None
+    sram_memory_used_kib: float | None = None
+    off_chip_flash_memory_used_kib: float | None = None
 
     @property
     def streams_match_segments(self) -> bool:
@@ -94,12 +103,21 @@ class SegmentsReport:
             "schema_version": SEGMENTS_SCHEMA_VERSION,
             "model": self.model,
             "model_sha256": self.model_sha256,
+            "compiled_sha256": self.compiled_sha256,
             "source_sha256": self.source_sha256,
             "vela": {
                 "version": self.vela_version,
                 "accelerator": self.accelerator,
                 "system_config": self.system_config,
                 "memory_mode": self.memory_mode,
+                **{
+                    name: value
+                    for name, value in (
+                        ("sram_memory_used_kib", self.sram_memory_used_kib),
+                        ("off_chip_flash_memory_used_kib", self.off_chip_flash_memory_used_kib),
+                    )
+                    if value is not None
+                },
             },
             "boundary_after_ops": list(self.boundary_after_ops),
             "segments": [segment.to_json() for segment in self.segments],
@@ -114,6 +132,22 @@ class SegmentsReport:
                 "cpu_operators": [op.to_json() for op in self.streams.cpu_operators],
             },
         }
+
+
+def read_segments_document(path: str | os.PathLike[str], *, error: type[HeliaError] = HeliaError) -> dict[str, Any]:
+    """The `<stem>_segments.json` at `path`, read bounded (heliabuild.documents.read_json) and validated
+    against schemas/segments.schema.json; `error` (a HeliaError subclass) naming the file and the field
+    otherwise."""
+    from heliabuild.documents import read_json
+    from heliabuild.errors import SchemaError
+    from heliabuild.schema_files import validate
+
+    document = read_json(path, "segments JSON", error=error)
+    try:
+        validate(document, "segments", str(path))
+    except SchemaError as failure:
+        raise error(failure.message) from None
+    return document
 
 
 def fence_after_ops(model: Model) -> tuple[list[int], int]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from heliabuild.documents import read_text, shown
 from heliabuild.errors import VelaError
 
 _TEXT = {
@@ -63,27 +64,30 @@ class VelaSummary:
 
 
 def read_summary(path: str | os.PathLike[str]) -> VelaSummary:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise VelaError(f"{path}: cannot read the summary CSV: {error.strerror or error}") from None
-    return parse_summary(text, str(path))
+    """Read a summary CSV (as heliabuild.documents says: a regular file, bounded, UTF-8); VelaError otherwise."""
+    return parse_summary(read_text(path, "summary CSV", error=VelaError), str(path))
 
 
 def parse_summary(text: str, source: str = "summary CSV") -> VelaSummary:
+    """The one data row of the summary CSV `text` (from `source`); VelaError naming the column otherwise."""
     if text and not text.endswith(("\n", "\r")):
         raise VelaError(f"{source}: the summary is cut short: the file ends inside a line, without a line end")
-    rows = list(csv.DictReader(io.StringIO(text)))
+    try:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except csv.Error as error:
+        raise VelaError(f"{source}: not a Vela summary CSV: {error}") from None
     if len(rows) != 1:
         raise VelaError(f"{source}: a Vela summary CSV has one data row, this one has {len(rows)}")
     row = rows[0]
     missing = [column for column in (*_TEXT, *_NUMBERS) if row.get(column) is None]
     if missing:
-        raise VelaError(f"{source}: not a Vela summary CSV: missing column(s) {missing}")
+        raise VelaError(f"{source}: not a Vela summary CSV: missing column(s) {shown(missing)}")
     values: dict[str, Any] = {field: row[column] for column, field in _TEXT.items()}
     for column, field in _NUMBERS.items():
         try:
             values[field] = float(row[column])
         except ValueError:
-            raise VelaError(f"{source}: column {column!r} is {row[column]!r}, not a number") from None
+            raise VelaError(f"{source}: column {column!r} is {shown(row[column])}, not a number") from None
+        if not math.isfinite(values[field]):
+            raise VelaError(f"{source}: column {column!r} is {shown(row[column])}, not a finite number")
     return VelaSummary(**values, fields=dict(row))

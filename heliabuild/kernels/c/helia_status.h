@@ -37,7 +37,10 @@ typedef enum helia_status {
     HELIA_STATUS_CROSS_PAIR_OVERLAP = 10,
     /* A buffer the caller cannot hand to a kernel (bindings only: a
      * non-contiguous or read-only buffer); C kernels never return it. */
-    HELIA_STATUS_INVALID_BUFFER = 11
+    HELIA_STATUS_INVALID_BUFFER = 11,
+    /* An operator parameter out of its range: a stride, dilation, padding,
+     * zero point, activation bound, multiplier or shift, or float scale. */
+    HELIA_STATUS_BAD_PARAMETER = 12
 } helia_status;
 
 #endif /* HELIA_STATUS_H */

@@ -1,0 +1,748 @@
+"""Lowering: each operator of a model to one call of heliabuild's own C kernels (docs/firmware.md, "Kernels").
+
+`lower_model` admits a model only when every operator has a kernel here, with the types, shapes and options
+that kernel supports; otherwise it raises one CodegenError listing every refused operator by its stable id and
+the reason. The quantized parameters (multipliers, shifts, activation bounds, padding) are derived in Python by
+`heliabuild.kernels.int8`, the same derivation the kernels' bit-exactness tests use against LiteRT. The INT32
+comparisons, SELECT_V2 and float DIV, NEG and SQUARED_DIFFERENCE are admitted by their operator contracts
+(`heliabuild.kernels.operators.admit`, on the Cortex-M55 target) and lowered to `c/ops_contracts.c`.
+
+A `KernelCall` names the check and run functions, the argument struct (or None for a positional call) and its
+fields; a field is an int, a float, a `TensorRef` (resolved to an address by the layout) or an `IntArray` (a
+small constant table, such as per-channel multipliers) or `InlineInts` (an array member of the struct); None
+is a null pointer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from heliabuild.aot.facts import FENCE_OPERATOR, OperatorFacts, TensorFacts, model_facts
+from heliabuild.errors import HeliaError
+from heliabuild.fence.contract import ELEMENT_BYTES, TYPE_NAMES
+from heliabuild.kernels import contracts_native, int8
+from heliabuild.kernels import operators as contracts
+from heliabuild.kernels.operators.admission import CORTEX_M55, TensorSpec, activation_name
+from heliabuild.model.io import Model
+
+MAX_RANK = 6
+ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
+
+
+class CodegenError(HeliaError):
+    """A model or plan the module generator cannot honour; the message names the operator or unit."""
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """The address of model tensor `index` (an activation, a constant, or a constant's pool copy)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class IntArray:
+    """A constant table emitted beside the call: its C element type and values."""
+
+    ctype: str
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class InlineInts:
+    """The values of an array member of the argument struct (e.g. broadcast extents), written in place."""
+
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TensorTable:
+    """A constant table of tensor addresses emitted beside the call (CONCATENATION's inputs)."""
+
+    tensors: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ByteValue:
+    """One element's bytes emitted beside the call, passed by address (PAD's fill value)."""
+
+    ctype: str
+    value: int
+
+
+Field = int | float | TensorRef | IntArray | InlineInts | TensorTable | ByteValue | None
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One operator's kernel call. `args_type` None means `run(field values...)` in field order; `fence` marks an
+    ETHOS_U_STREAM_SPLIT copy (emitted with tensor descriptors); `reads` and `writes` are tensor indices."""
+
+    op_index: int
+    op_id: str
+    op_type: str
+    check: str
+    run: str
+    args_type: str | None
+    fields: tuple[tuple[str, Field], ...]
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+    fence: bool = False
+
+
+class _Refusal(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _quant(tensor: TensorFacts, what: str) -> int8.Quant:
+    q = tensor.quantization
+    if q is None or not q.scales:
+        raise _Refusal(f"{what} {tensor.name!r} has no quantization")
+    if q.per_axis:
+        raise _Refusal(f"{what} {tensor.name!r} is quantized per channel; the kernel needs one scale")
+    return int8.Quant(q.scales[0], q.zero_points[0] if q.zero_points else 0)
+
+
+def _need(condition: bool, reason: str) -> None:
+    if not condition:
+        raise _Refusal(reason)
+
+
+def _dtype(tensor: TensorFacts | None, dtype: str, what: str) -> TensorFacts:
+    _need(tensor is not None, f"{what} is missing")
+    assert tensor is not None
+    _need(tensor.dtype == dtype, f"{what} {tensor.name!r} is {tensor.dtype}, expected {dtype}")
+    _need(tensor.static, f"{what} {tensor.name!r} has a dynamic shape {list(tensor.shape)}")
+    return tensor
+
+
+def _activation(op: OperatorFacts) -> str:
+    activation = op.fused_activation or "NONE"
+    _need(activation in ACTIVATIONS, f"fused activation {activation} has no int8 kernel")
+    return activation
+
+
+def _constant(tensor: TensorFacts | None, what: str) -> TensorFacts:
+    _need(tensor is not None and tensor.is_constant, f"{what} must be a constant")
+    assert tensor is not None
+    return tensor
+
+
+def _filter_scales(weights: TensorFacts, channels: int, axis: int) -> list[float]:
+    q = weights.quantization
+    _need(q is not None and bool(q.scales), f"weights {weights.name!r} have no quantization")
+    assert q is not None
+    _need(all(z == 0 for z in q.zero_points), f"weights {weights.name!r} are not symmetric (zero point 0)")
+    if len(q.scales) == 1:
+        return [q.scales[0]] * channels
+    _need(
+        q.axis == axis and len(q.scales) == channels, f"weights {weights.name!r}: per-channel scales on axis {q.axis}"
+    )
+    return list(q.scales)
+
+
+def _bias(op: OperatorFacts, channels: int) -> TensorRef | None:
+    bias = op.input(2)
+    if bias is None:
+        return None
+    _dtype(_constant(bias, "bias"), "int32", "bias")
+    _need(bias.element_count == channels, f"bias {bias.name!r} has {bias.element_count} values for {channels} channels")
+    return TensorRef(bias.index)
+
+
+def _multiplier_fields(multipliers: np.ndarray, shifts: np.ndarray, per_channel: bool) -> tuple[tuple[str, Field], ...]:
+    values_m = tuple(int(v) for v in multipliers) if per_channel else (int(multipliers[0]),)
+    values_s = tuple(int(v) for v in shifts) if per_channel else (int(shifts[0]),)
+    return (
+        ("multipliers", IntArray("int32_t", values_m)),
+        ("shifts", IntArray("int32_t", values_s)),
+        ("quant_count", len(values_m)),
+    )
+
+
+def _conv(op: OperatorFacts, depthwise: bool) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(data.shape) == 4 and len(weights.shape) == 4, "input and weights must be rank 4 (NHWC)")
+    channels = weights.shape[3] if depthwise else weights.shape[0]
+    scales = _filter_scales(weights, channels, 3 if depthwise else 0)
+    if not depthwise:
+        _need(weights.shape[3] == data.shape[3], "grouped convolution (filter depth below input depth) has no kernel")
+    params = int8.conv_params(
+        data.shape,
+        weights.shape,
+        _quant(data, "input"),
+        scales,
+        _quant(output, "output"),
+        stride=op.stride or (1, 1),
+        dilation=op.dilation or (1, 1),
+        padding=op.padding or "VALID",
+        activation=_activation(op),
+        depthwise=depthwise,
+    )
+    _need(tuple(params.output_shape) == tuple(output.shape), f"output shape {list(output.shape)} does not match")
+    if depthwise:
+        _need(
+            op.depth_multiplier in (None, 0, params.depth_multiplier)
+            and channels == data.shape[3] * params.depth_multiplier,
+            "depth multiplier does not match the weights",
+        )
+    n, h, w, c = params.input_shape
+    _, oh, ow, oc = params.output_shape
+    per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
+    kind = "depthwise_conv2d" if depthwise else "conv2d"
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check=f"helia_{kind}_s8_check",
+        run=f"helia_{kind}_s8",
+        args_type="helia_conv_s8_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("filter", TensorRef(weights.index)),
+            ("bias", _bias(op, oc)),
+            *_multiplier_fields(params.multipliers, params.shifts, per_channel),
+            ("output", TensorRef(output.index)),
+            ("batches", n),
+            ("input_h", h),
+            ("input_w", w),
+            ("input_c", c),
+            ("filter_h", weights.shape[1]),
+            ("filter_w", weights.shape[2]),
+            ("output_h", oh),
+            ("output_w", ow),
+            ("output_c", oc),
+            ("stride_h", params.stride[0]),
+            ("stride_w", params.stride[1]),
+            ("dilation_h", params.dilation[0]),
+            ("dilation_w", params.dilation[1]),
+            ("pad_top", params.pad[0]),
+            ("pad_left", params.pad[1]),
+            ("depth_multiplier", params.depth_multiplier),
+            ("input_zero_point", params.input_zero_point),
+            ("output_zero_point", params.output_zero_point),
+            ("act_min", params.act_min),
+            ("act_max", params.act_max),
+        ),
+        reads=tuple(t.index for t in op.inputs if t is not None),
+        writes=(output.index,),
+    )
+
+
+def _fully_connected(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(weights.shape) == 2, "weights must be rank 2 [output_depth, depth]")
+    scales = _filter_scales(weights, weights.shape[0], 0)
+    params = int8.fully_connected_params(
+        data.element_count, weights.shape, _quant(data, "input"), scales, _quant(output, "output"), _activation(op)
+    )
+    _need(
+        output.element_count == params.batches * params.output_depth,
+        f"output {output.name!r} has {output.element_count} elements, expected {params.batches * params.output_depth}",
+    )
+    per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check="helia_fully_connected_s8_check",
+        run="helia_fully_connected_s8",
+        args_type="helia_fully_connected_s8_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("filter", TensorRef(weights.index)),
+            ("bias", _bias(op, params.output_depth)),
+            *_multiplier_fields(params.multipliers, params.shifts, per_channel),
+            ("output", TensorRef(output.index)),
+            ("batches", params.batches),
+            ("depth", params.depth),
+            ("output_depth", params.output_depth),
+            ("input_zero_point", params.input_zero_point),
+            ("output_zero_point", params.output_zero_point),
+            ("act_min", params.act_min),
+            ("act_max", params.act_max),
+        ),
+        reads=tuple(t.index for t in op.inputs if t is not None),
+        writes=(output.index,),
+    )
+
+
+def _pool(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(data.shape) == 4, "input must be rank 4 (NHWC)")
+    quant = _quant(output, "output")
+    _need(_quant(data, "input") == quant, "input and output quantization differ; the pooling kernels need them equal")
+    _need(op.filter_size is not None, "pooling options are missing")
+    assert op.filter_size is not None
+    params = int8.pool_params(
+        data.shape,
+        op.filter_size,
+        quant,
+        stride=op.stride or (1, 1),
+        padding=op.padding or "VALID",
+        activation=_activation(op),
+    )
+    _need(tuple(params.output_shape) == tuple(output.shape), f"output shape {list(output.shape)} does not match")
+    kind = "average_pool2d" if op.op_type == "AVERAGE_POOL_2D" else "max_pool2d"
+    n, h, w, c = params.input_shape
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check=f"helia_{kind}_s8_check",
+        run=f"helia_{kind}_s8",
+        args_type="helia_pool_s8_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("batches", n),
+            ("input_h", h),
+            ("input_w", w),
+            ("channels", c),
+            ("output_h", params.output_shape[1]),
+            ("output_w", params.output_shape[2]),
+            ("filter_h", params.filter[0]),
+            ("filter_w", params.filter[1]),
+            ("stride_h", params.stride[0]),
+            ("stride_w", params.stride[1]),
+            ("pad_top", params.pad[0]),
+            ("pad_left", params.pad[1]),
+            ("act_min", params.act_min),
+            ("act_max", params.act_max),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _broadcast_dims(shape: Sequence[int], rank: int) -> tuple[int, ...]:
+    return (1,) * (rank - len(shape)) + tuple(int(d) for d in shape)
+
+
+def _binary(op: OperatorFacts) -> KernelCall:
+    first = _dtype(op.input(0), "int8", "input 0")
+    second = _dtype(op.input(1), "int8", "input 1")
+    output = _dtype(op.output, "int8", "output")
+    rank = max(len(first.shape), len(second.shape), len(output.shape), 1)
+    _need(rank <= MAX_RANK, f"rank {rank} is above the kernels' {MAX_RANK}")
+    dims = [_broadcast_dims(t.shape, rank) for t in (first, second, output)]
+    for axis in range(rank):
+        expected = max(dims[0][axis], dims[1][axis])
+        _need(
+            dims[0][axis] in (1, expected) and dims[1][axis] in (1, expected) and dims[2][axis] == expected,
+            f"shapes {list(first.shape)} and {list(second.shape)} do not broadcast to {list(output.shape)}",
+        )
+    derive = int8.add_params if op.op_type == "ADD" else int8.mul_params
+    params = derive(_quant(first, "input 0"), _quant(second, "input 1"), _quant(output, "output"), _activation(op))
+    kind = op.op_type.lower()
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check=f"helia_{kind}_s8_check",
+        run=f"helia_{kind}_s8",
+        args_type="helia_binary_s8_args",
+        fields=(
+            ("input1", TensorRef(first.index)),
+            ("input2", TensorRef(second.index)),
+            ("output", TensorRef(output.index)),
+            ("rank", rank),
+            ("input1_dims", InlineInts(dims[0])),
+            ("input2_dims", InlineInts(dims[1])),
+            ("output_dims", InlineInts(dims[2])),
+            ("input1_zero_point", params.input1_zero_point),
+            ("input2_zero_point", params.input2_zero_point),
+            ("output_zero_point", params.output_zero_point),
+            ("left_shift", params.left_shift),
+            ("input1_multiplier", params.input1_multiplier),
+            ("input1_shift", params.input1_shift),
+            ("input2_multiplier", params.input2_multiplier),
+            ("input2_shift", params.input2_shift),
+            ("output_multiplier", params.output_multiplier),
+            ("output_shift", params.output_shift),
+            ("act_min", params.act_min),
+            ("act_max", params.act_max),
+        ),
+        reads=(first.index, second.index),
+        writes=(output.index,),
+    )
+
+
+def _byte_size(tensor: TensorFacts) -> int:
+    return tensor.element_count * _ELEMENT_BYTES[tensor.dtype]
+
+
+_ELEMENT_BYTES = {TYPE_NAMES[code].lower(): size for code, size in ELEMENT_BYTES.items()}
+"""Bytes per element by dtype name, for the dtypes a fence carries (heliabuild.fence.contract)."""
+
+
+def _reshape(op: OperatorFacts) -> KernelCall:
+    data, output = op.input(0), op.output
+    _need(data is not None and output is not None, "RESHAPE needs an input and an output")
+    assert data is not None and output is not None
+    _need(data.dtype == output.dtype and data.dtype in _ELEMENT_BYTES, f"RESHAPE of {data.dtype} has no kernel")
+    _need(data.static and output.static, "RESHAPE with a dynamic shape has no kernel")
+    _need(_byte_size(data) == _byte_size(output), "RESHAPE input and output sizes differ")
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check="helia_reshape_check",
+        run="helia_reshape",
+        args_type=None,
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("input_bytes", _byte_size(data)),
+            ("output", TensorRef(output.index)),
+            ("output_bytes", _byte_size(output)),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _softmax(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    out = _quant(output, "output")
+    _need(
+        math.isclose(out.scale, 1.0 / 256.0, rel_tol=1e-6) and out.zero_point == -128,
+        f"output quantization (scale {out.scale}, zero point {out.zero_point}) is not 1/256, -128",
+    )
+    params = int8.softmax_params(_quant(data, "input").scale, float(op.option("beta", 1.0)))
+    depth = data.shape[-1] if data.shape else 1
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check="helia_softmax_s8_check",
+        run="helia_softmax_s8",
+        args_type="helia_softmax_s8_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("rows", data.element_count // max(depth, 1)),
+            ("depth", depth),
+            ("input_multiplier", params.input_multiplier),
+            ("input_left_shift", params.input_left_shift),
+            ("diff_min", params.diff_min),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _paddings(op: OperatorFacts, model: Model, rank: int) -> list[tuple[int, int]]:
+    pads = _constant(op.input(1), "paddings")
+    _need(pads.dtype in ("int32", "int64") and pads.shape == (rank, 2), f"paddings must be a [{rank}, 2] constant")
+    data = model.buffer_data(pads.buffer)
+    assert data is not None
+    values = np.frombuffer(data.tobytes(), dtype="<i4" if pads.dtype == "int32" else "<i8").reshape(rank, 2)
+    return [(int(before), int(after)) for before, after in values]
+
+
+def _pad(op: OperatorFacts, model: Model) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    quant = _quant(output, "output")
+    _need(_quant(data, "input") == quant, "input and output quantization differ; PAD keeps the quantization")
+    rank = len(data.shape)
+    _need(1 <= rank <= MAX_RANK, f"rank {rank} is outside the kernel's 1..{MAX_RANK}")
+    paddings = _paddings(op, model, rank)
+    _need(all(b >= 0 and a >= 0 for b, a in paddings), f"negative paddings {paddings}")
+    expected = tuple(d + b + a for d, (b, a) in zip(data.shape, paddings, strict=True))
+    _need(expected == tuple(output.shape), f"output shape {list(output.shape)} is not the padded {list(expected)}")
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check="helia_pad_check",
+        run="helia_pad",
+        args_type="helia_pad_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("element_size", 1),
+            ("rank", rank),
+            ("input_dims", InlineInts(tuple(data.shape))),
+            ("before", InlineInts(tuple(b for b, _ in paddings))),
+            ("after", InlineInts(tuple(a for _, a in paddings))),
+            ("pad_value", ByteValue("int8_t", quant.zero_point)),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _concatenation(op: OperatorFacts) -> KernelCall:
+    inputs = [_dtype(t, "int8", f"input {k}") for k, t in enumerate(op.inputs)]
+    output = _dtype(op.output, "int8", "output")
+    _need(bool(inputs), "CONCATENATION needs an input")
+    quant = _quant(output, "output")
+    for k, tensor in enumerate(inputs):
+        _need(_quant(tensor, f"input {k}") == quant, f"input {k} is quantized unlike the output; no kernel rescales")
+    _need(_activation(op) == "NONE", "CONCATENATION with a fused activation has no kernel")
+    rank = len(output.shape)
+    axis = int(op.option("axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    _need(0 <= axis < rank, f"axis {op.option('axis', 0)} is outside rank {rank}")
+    for k, tensor in enumerate(inputs):
+        same = all(tensor.shape[a] == output.shape[a] for a in range(rank) if a != axis) and len(tensor.shape) == rank
+        _need(same, f"input {k} shape {list(tensor.shape)} does not concatenate into {list(output.shape)}")
+    _need(sum(t.shape[axis] for t in inputs) == output.shape[axis], "the inputs' extents do not add up to the output's")
+    outer = 1
+    for extent in output.shape[:axis]:
+        outer *= extent
+    inner = 1
+    for extent in output.shape[axis + 1 :]:
+        inner *= extent
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check="helia_concatenation_check",
+        run="helia_concatenation",
+        args_type="helia_concat_args",
+        fields=(
+            ("inputs", TensorTable(tuple(t.index for t in inputs))),
+            ("axis_extents", IntArray("int32_t", tuple(t.shape[axis] for t in inputs))),
+            ("output", TensorRef(output.index)),
+            ("element_size", 1),
+            ("input_count", len(inputs)),
+            ("outer", outer),
+            ("inner", inner),
+        ),
+        reads=tuple(t.index for t in inputs),
+        writes=(output.index,),
+    )
+
+
+_CONVERSIONS = {
+    "QUANTIZE": ("float32", "int8", "output", "helia_quantize_f32_s8"),
+    "DEQUANTIZE": ("int8", "float32", "input", "helia_dequantize_s8_f32"),
+}
+"""QUANTIZE and DEQUANTIZE: (input dtype, output dtype, the quantized side, the kernel)."""
+
+
+def _conversion(op: OperatorFacts) -> KernelCall:
+    source, target, quantized, kernel = _CONVERSIONS[op.op_type]
+    data = _dtype(op.input(0), source, "input")
+    output = _dtype(op.output, target, "output")
+    quant = _quant(output if quantized == "output" else data, quantized)
+    _need(data.shape == output.shape, f"{op.op_type} input and output shapes differ")
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check=f"{kernel}_check",
+        run=kernel,
+        args_type=None,
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("count", data.element_count),
+            ("scale", quant.scale),
+            ("zero_point", quant.zero_point),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+# ---- the operator contracts (heliabuild.kernels.operators): INT32 comparisons, SELECT_V2, float DIV, NEG and
+# SQUARED_DIFFERENCE, lowered to c/ops_contracts.c. Admission is the contracts' own `admit` on the M55 target.
+
+CONTRACT_TARGET = CORTEX_M55
+"""The capabilities the generated firmware has (qemu-m55: Cortex-M55, FP16 admitted)."""
+
+_FLOAT_SUFFIX = {"float32": "f32", "float16": "f16"}
+
+
+def _spec(tensor: TensorFacts) -> TensorSpec:
+    q = tensor.quantization
+    return TensorSpec(tensor.dtype, tuple(int(d) for d in tensor.shape), quantized=q is not None and bool(q.scales))
+
+
+def _admitted(op: OperatorFacts, model: Model, arity: int) -> tuple[list[TensorFacts], TensorFacts, str]:
+    """The operator's inputs, output and activation once its contract admits them (else a _Refusal naming the
+    contract's rule)."""
+    inputs = [t for t in op.inputs if t is not None]
+    _need(len(inputs) == len(op.inputs) == arity and len(op.outputs) == 1, f"{op.op_type} needs {arity} inputs")
+    for tensor in inputs:
+        if tensor.is_constant and tensor.dtype == "float32":
+            # The emitter writes float32 constants as decimal literals, which have no NaN or infinity.
+            data = model.buffer_data(tensor.buffer)
+            values = np.frombuffer(data.tobytes(), "<f4") if data is not None else np.zeros(0, np.float32)
+            _need(bool(np.isfinite(values).all()), f"constant {tensor.name!r} holds a NaN or an infinity")
+    activation = op.fused_activation or "NONE"
+    refusal = contracts.admit(
+        op.op_type, [_spec(t) for t in inputs], [_spec(op.outputs[0])], activation=activation, target=CONTRACT_TARGET
+    )
+    if refusal is not None:
+        raise _Refusal(str(refusal))
+    # The comparison contract admits zero extents (an empty output); the kernels take extents >= 1.
+    empty = next((t for t in (*inputs, *op.outputs) if 0 in t.shape), None)
+    _need(empty is None, f"tensor {empty.name if empty else ''!r} is empty; the kernels take extents >= 1")
+    return inputs, op.outputs[0], activation
+
+
+def _dims_fields(
+    names: Sequence[str], tensors: Sequence[TensorFacts], output: TensorFacts, max_rank: int
+) -> tuple[tuple[str, Field], ...]:
+    try:
+        rank, dims = contracts_native.kernel_dims([t.shape for t in tensors], output.shape, max_rank)
+    except contracts_native.ContractKernelError as error:
+        raise _Refusal(error.message) from None
+    return (("rank", rank), *((f"{name}_dims", InlineInts(d)) for name, d in zip(names, dims, strict=True)))
+
+
+def _contract_binary(op: OperatorFacts, model: Model) -> KernelCall:
+    (first, second), output, activation = _admitted(op, model, 2)
+    if op.op_type in contracts_native.COMPARISONS:
+        run = contracts_native.COMPARISONS[op.op_type]
+    else:
+        run = f"helia_{op.op_type.lower()}_{_FLOAT_SUFFIX[first.dtype]}"
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check=f"{run}_check",
+        run=run,
+        args_type="helia_broadcast_args",
+        fields=(
+            ("input1", TensorRef(first.index)),
+            ("input2", TensorRef(second.index)),
+            ("output", TensorRef(output.index)),
+            *_dims_fields(("input1", "input2", "output"), (first, second), output, MAX_RANK),
+            ("activation", contracts_native.ACTIVATION_CODES[activation_name(activation)]),
+        ),
+        reads=(first.index, second.index),
+        writes=(output.index,),
+    )
+
+
+def _select_v2(op: OperatorFacts, model: Model) -> KernelCall:
+    (condition, x, y), output, _ = _admitted(op, model, 3)
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check="helia_select_v2_s32_check",
+        run="helia_select_v2_s32",
+        args_type="helia_select_v2_s32_args",
+        fields=(
+            ("condition", TensorRef(condition.index)),
+            ("x", TensorRef(x.index)),
+            ("y", TensorRef(y.index)),
+            ("output", TensorRef(output.index)),
+            *_dims_fields(
+                ("condition", "x", "y", "output"), (condition, x, y), output, contracts_native.SELECT_MAX_RANK
+            ),
+        ),
+        reads=(condition.index, x.index, y.index),
+        writes=(output.index,),
+    )
+
+
+def _neg(op: OperatorFacts, model: Model) -> KernelCall:
+    (data,), output, _ = _admitted(op, model, 1)
+    run = f"helia_neg_{_FLOAT_SUFFIX[data.dtype]}"
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check=f"{run}_check",
+        run=run,
+        args_type=None,
+        fields=(("input", TensorRef(data.index)), ("output", TensorRef(output.index)), ("count", data.element_count)),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _fence(op: OperatorFacts) -> KernelCall:
+    inputs = [t for t in op.inputs if t is not None]
+    _need(len(inputs) == len(op.outputs) >= 1, "the fence needs matching nonempty input and output lists")
+    for source, destination in zip(inputs, op.outputs, strict=True):
+        _need(source.dtype in _ELEMENT_BYTES, f"fence pair {source.name!r}: dtype {source.dtype}")
+        _need(source.static and destination.static, f"fence pair {source.name!r} has a dynamic shape")
+    return KernelCall(
+        op_index=op.index,
+        op_id=op.id,
+        op_type=op.op_type,
+        check="helia_stream_split_prepare",
+        run="helia_stream_split_copy",
+        args_type=None,
+        fields=(),
+        reads=tuple(t.index for t in inputs),
+        writes=tuple(t.index for t in op.outputs),
+        fence=True,
+    )
+
+
+_LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
+    "CONV_2D": lambda op, _: _conv(op, depthwise=False),
+    "DEPTHWISE_CONV_2D": lambda op, _: _conv(op, depthwise=True),
+    "FULLY_CONNECTED": lambda op, _: _fully_connected(op),
+    "AVERAGE_POOL_2D": lambda op, _: _pool(op),
+    "MAX_POOL_2D": lambda op, _: _pool(op),
+    "ADD": lambda op, _: _binary(op),
+    "MUL": lambda op, _: _binary(op),
+    "RESHAPE": lambda op, _: _reshape(op),
+    "SOFTMAX": lambda op, _: _softmax(op),
+    "PAD": _pad,
+    "CONCATENATION": lambda op, _: _concatenation(op),
+    "QUANTIZE": lambda op, _: _conversion(op),
+    "DEQUANTIZE": lambda op, _: _conversion(op),
+    **dict.fromkeys((*contracts.comparisons.OPERATORS, "DIV", "SQUARED_DIFFERENCE"), _contract_binary),
+    "SELECT_V2": _select_v2,
+    "NEG": _neg,
+    FENCE_OPERATOR: lambda op, _: _fence(op),
+}
+"""Operator type -> lowering; every other type is refused at admission."""
+
+
+def lower_model(model: Model, source: str = "model") -> list[KernelCall]:
+    """One KernelCall per operator of subgraph 0, in execution order; CodegenError naming every refused operator."""
+    if len(model.subgraphs) != 1:
+        raise CodegenError(f"{source}: {len(model.subgraphs)} subgraphs; the module generator runs one")
+    facts = model_facts(model)
+    if not facts:
+        raise CodegenError(f"{source}: the model has no operator to generate code for")
+    calls: list[KernelCall] = []
+    refusals: list[str] = []
+    for op in facts:
+        lowering = _LOWERINGS.get(op.op_type)
+        if lowering is None:
+            refusals.append(f"{op.id} ({op.op_type}): no heliabuild kernel for {op.op_type}")
+            continue
+        variable = next((t for t in (*op.inputs, *op.outputs) if t is not None and t.is_variable), None)
+        if variable is not None:
+            refusals.append(f"{op.id} ({op.op_type}): variable tensor {variable.name!r} (state) is not supported")
+            continue
+        try:
+            calls.append(lowering(op, model))
+        except (_Refusal, int8.Int8KernelError) as refusal:
+            reason = refusal.reason if isinstance(refusal, _Refusal) else refusal.message
+            refusals.append(f"{op.id} ({op.op_type}): {reason}")
+    if refusals:
+        count = len(refusals)
+        raise CodegenError(
+            f"{source}: the module generator refuses {count} operator{'s' if count != 1 else ''}: "
+            + "; ".join(refusals),
+            hint="the qemu-m55 backend runs CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, MUL, AVERAGE_POOL_2D, "
+            "MAX_POOL_2D, RESHAPE, SOFTMAX, PAD, CONCATENATION, QUANTIZE, DEQUANTIZE, the INT32 comparisons, "
+            "SELECT_V2, float DIV, NEG and SQUARED_DIFFERENCE, and ETHOS_U_STREAM_SPLIT fences (docs/firmware.md)",
+        )
+    return calls

@@ -1,0 +1,196 @@
+"""Building a firmware outside SCons (the CLI's runner build, the tests): the firmware library once per
+target, then one ELF per module (docs/firmware.md, "Building").
+
+- `build_library(build_dir, target)` compiles heliabuild's kernels (`heliabuild/kernels/c/*.c`), the harness
+  (semihosting, records, counter, lifecycle) and the target's startup into `<build_dir>/<target>/
+  libheliafirmware.a`. It rebuilds only when a source, the flags or the toolchain changed (a stamp of their
+  hashes), and builds into one folder from several processes one at a time.
+- `link_firmware(library, sources, include_dirs, output, target)` compiles the per-firmware sources (the
+  generated module and helia_firmware.c) and links them with the library and the target's linker script.
+
+SCons builds the same objects with the same flags through its own builders (heliabuild.scons.firmware), so a
+CacheDir can serve them; this module is for where no SCons build is running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from heliabuild.errors import FirmwareError
+from heliabuild.firmware import C_SOURCE_DIR
+from heliabuild.firmware.toolchain import (
+    C_FLAGS,
+    CPU_FLAGS,
+    LINK_FLAGS,
+    arm_gcc,
+    compile_object,
+    link_elf,
+    toolchain_version,
+)
+
+if TYPE_CHECKING:  # the SCons tool imports this module while SConscripts are read: no numpy or TFLite schema
+    from heliabuild.codegen.layout import Layout
+
+KERNEL_SOURCE_DIR = Path(__file__).resolve().parents[1] / "kernels" / "c"
+"""heliabuild's C kernels (heliabuild.kernels.native.C_SOURCE_DIR), named here without importing the kernels
+package, which loads numpy."""
+
+LIBRARY_NAME = "libheliafirmware.a"
+HARNESS_SOURCES = ("semihosting.c", "records.c", "counter.c", "lifecycle.c")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A firmware target: its startup source and linker script (under heliabuild/firmware/c/), and the bytes
+    its linker script gives the arena, the constants and the data memory (what the stack leaves of DTCM)."""
+
+    name: str
+    startup: str
+    linker_script: str
+    arena_bytes: int
+    constant_bytes: int
+    data_bytes: int
+    sram_bytes: int
+
+
+TARGETS = {
+    "mps3_an547": Target(
+        "mps3_an547",
+        "mps3_an547/startup.c",
+        "mps3_an547/memory.ld",
+        arena_bytes=4 << 20,
+        constant_bytes=8 << 20,
+        data_bytes=(512 << 10) - (32 << 10) - (16 << 10),
+        sram_bytes=2 << 20,
+    )
+}
+"""Firmware targets by name (the platform-table name of the machine they run on). `data_bytes` keeps 16 KiB of
+DTCM for the harness's own data beside the 32 KiB stack."""
+
+
+def target(name: str) -> Target:
+    found = TARGETS.get(name)
+    if found is None:
+        raise FirmwareError(f"firmware target {name!r} is not known; expected one of {', '.join(TARGETS)}")
+    return found
+
+
+def check_memory_fit(layout: Layout, name: str, source: str) -> None:
+    """FirmwareError naming the memory, the bytes needed and the bytes the target has, for the first part of
+    `layout` that does not fit target `name`'s memory map (checked before anything is compiled)."""
+    found = target(name)
+    constants = sum(c.bytes for c in layout.constants if c.residency != "stream") + sum(u.bytes for u in layout.units)
+    pinned = {"DTCM": 0, "SRAM": 0}
+    for constant in layout.constants:
+        if constant.residency == "pin":
+            memory = (constant.destination_memory or "").upper()
+            pinned[memory] = pinned.get(memory, 0) + constant.bytes
+    needs = (
+        ("the activation arena", "ISRAM", layout.arena.size, found.arena_bytes),
+        ("the constants", "QSPI", constants, found.constant_bytes),
+        ("the stream pool and constants pinned to DTCM", "DTCM", layout.pool_bytes + pinned["DTCM"], found.data_bytes),
+        ("constants pinned to SRAM", "SRAM", pinned["SRAM"], found.sram_bytes),
+    )
+    for what, memory, needed, available in needs:
+        if needed > available:
+            raise FirmwareError(
+                f"{source}: {what} needs {needed} bytes of {memory}, and {found.name} has {available}",
+                hint="a smaller model, or a plan that streams or places constants elsewhere",
+            )
+
+
+def headers() -> list[Path]:
+    """Every header the firmware sources include from heliabuild (the harness's and the kernels')."""
+    return sorted({*KERNEL_SOURCE_DIR.glob("*.h"), *C_SOURCE_DIR.glob("*.h")})
+
+
+def include_dirs() -> tuple[Path, Path]:
+    """The folders every firmware source includes from: the harness's and the kernels'."""
+    return (C_SOURCE_DIR, KERNEL_SOURCE_DIR)
+
+
+def library_sources(name: str) -> list[Path]:
+    """Every source of the firmware library of target `name`, in a fixed order."""
+    kernels = sorted(KERNEL_SOURCE_DIR.glob("*.c"))
+    return [*kernels, *(C_SOURCE_DIR / source for source in HARNESS_SOURCES), C_SOURCE_DIR / target(name).startup]
+
+
+def _stamp(sources: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for part in (*CPU_FLAGS, *C_FLAGS, *LINK_FLAGS, toolchain_version()):
+        digest.update(part.encode() + b"\0")
+    for path in (*sources, *headers()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    import fcntl
+
+    with open(folder / ".heliafirmware.lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_library(build_dir: str | os.PathLike[str], name: str = "mps3_an547") -> Path:
+    """The firmware library of target `name` in `build_dir` (module docstring); its path."""
+    folder = Path(build_dir).resolve() / name
+    folder.mkdir(parents=True, exist_ok=True)
+    library = folder / LIBRARY_NAME
+    stamp_file = folder / "library.sha256"
+    sources = library_sources(name)
+    with _locked(folder):
+        stamp = _stamp(sources)
+        if library.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+            return library
+        compile_library(sources, library, folder / "objects")
+        stamp_file.write_text(stamp)
+    return library
+
+
+def compile_library(sources: Sequence[Path], library: Path, objects_dir: Path) -> None:
+    """Compile `sources` into `objects_dir` and archive them, deterministically (`ar D`), into `library`, which
+    is replaced atomically: a failure leaves the earlier library or none."""
+    objects = []
+    for source in sources:
+        output = objects_dir / f"{source.stem}.o"
+        compile_object(source, output, include_dirs())
+        objects.append(output)
+    archiver = str(Path(arm_gcc()).with_name("arm-none-eabi-ar"))
+    partial = library.with_name(f".{library.name}.tmp")
+    partial.unlink(missing_ok=True)
+    run = subprocess.run([archiver, "rcsD", str(partial), *map(str, objects)], capture_output=True, text=True)
+    if run.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise FirmwareError(f"archiving {library.name} failed: {run.stderr.strip()[:400]}")
+    os.replace(partial, library)
+
+
+def link_firmware(
+    library: str | os.PathLike[str],
+    sources: Sequence[str | os.PathLike[str]],
+    extra_include_dirs: Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    name: str = "mps3_an547",
+) -> Path:
+    """Compile `sources` (the generated module, helia_firmware.c) and link them with `library` into `output`."""
+    output_path = Path(output)
+    objects_dir = output_path.parent / "objects"
+    objects = []
+    for source in sources:
+        obj = objects_dir / f"{Path(source).stem}.o"
+        compile_object(source, obj, [*include_dirs(), *extra_include_dirs])
+        objects.append(obj)
+    link_elf([*objects, Path(library)], output_path, C_SOURCE_DIR / target(name).linker_script)
+    return output_path

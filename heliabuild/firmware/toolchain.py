@@ -1,0 +1,110 @@
+"""The Arm toolchain the firmware is built with (Debian's gcc-arm-none-eabi and libnewlib-arm-none-eabi), and
+the compile and link commands of a Cortex-M55 firmware (docs/firmware.md, "Building").
+
+The commands are deterministic: no debug information, no build id, sources named relative to the folder the
+compiler runs in, so an ELF is byte-identical whichever folder it was built in.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from heliabuild.errors import FirmwareError
+
+ARM_GCC = "arm-none-eabi-gcc"
+TOOLCHAIN_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi"
+
+CPU_FLAGS = ("-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard")
+C_FLAGS = (
+    "-std=c99",
+    "-O2",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+    "-ffreestanding",
+    "-ffunction-sections",
+    "-fdata-sections",
+    # binutils 2.40 rejects some MVE float conversions GCC 12 emits at -O2 (fixed in 2.41).
+    "-fno-if-conversion2",
+)
+LINK_FLAGS = (
+    "-nostartfiles",
+    # The startup object sits in the firmware library; nothing else references it.
+    "-Wl,--undefined=Reset_Handler",
+    "--specs=nano.specs",
+    "--specs=nosys.specs",
+    "-Wl,--gc-sections",
+    "-Wl,--build-id=none",
+)
+
+
+def arm_gcc() -> str:
+    """The path of arm-none-eabi-gcc; FirmwareError naming the Debian packages when it is not on PATH."""
+    found = shutil.which(ARM_GCC)
+    if found is None:
+        raise FirmwareError(
+            f"{ARM_GCC} is not on PATH, so the Cortex-M55 firmware cannot be built",
+            hint=f"install the Arm toolchain (Debian/Ubuntu: apt-get install {TOOLCHAIN_PACKAGES})",
+        )
+    return found
+
+
+def toolchain_version() -> str:
+    """The first line of `arm-none-eabi-gcc --version` (of the one on PATH now), recorded in runner.json."""
+    return _version_of(arm_gcc())
+
+
+@cache
+def _version_of(compiler: str) -> str:
+    run = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False)
+    lines = run.stdout.splitlines()
+    if run.returncode != 0 or not lines:
+        raise FirmwareError(f"{ARM_GCC} --version failed (exit {run.returncode}): {run.stderr.strip()[:200]}")
+    return lines[0].strip()
+
+
+def _run(command: list[str], cwd: Path, what: str) -> None:
+    run = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        tail = "\n".join((run.stdout + run.stderr).strip().splitlines()[-20:])
+        raise FirmwareError(f"{what} failed (exit {run.returncode}):\n{tail}")
+
+
+def compile_object(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> None:
+    """Compile the C99 `source` into the object `output` for the Cortex-M55 (warnings are errors)."""
+    source_path = Path(source).resolve()
+    output_path = Path(output).resolve()
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    includes = [f"-I{Path(folder).resolve()}" for folder in include_dirs]
+    command = [arm_gcc(), *CPU_FLAGS, *C_FLAGS, *includes, "-c", source_path.name, "-o", str(output_path)]
+    _run(command, source_path.parent, f"compiling {source_path.name}")
+
+
+def link_elf(
+    objects: Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    linker_script: str | os.PathLike[str],
+) -> None:
+    """Link `objects` into the ELF `output` with `linker_script` (a section that does not fit fails the link)."""
+    output_path = Path(output).resolve()
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        arm_gcc(),
+        *CPU_FLAGS,
+        *LINK_FLAGS,
+        f"-T{Path(linker_script).resolve()}",
+        *(str(Path(item).resolve()) for item in objects),
+        "-o",
+        str(output_path),
+    ]
+    _run(command, output_path.parent, f"linking {output_path.name}")

@@ -1,0 +1,286 @@
+/*
+ * helia_ops.h - heliabuild's portable int8 operator kernels.
+ *
+ * Each operator has a check function and a run function taking the same
+ * argument struct. The check validates every argument (pointers, extents,
+ * parameters, buffer overlap) and touches no data; the run function performs
+ * the same check first and writes nothing when it fails. Both return a
+ * helia_status (helia_status.h).
+ *
+ * Layouts are TFLite's: NHWC activations, CONV_2D filters [out_c, k_h, k_w,
+ * in_c], DEPTHWISE_CONV_2D filters [1, k_h, k_w, out_c], FULLY_CONNECTED
+ * filters [out_c, depth]. Quantized multipliers, shifts and activation bounds
+ * are derived by the caller (heliabuild.kernels.int8 in Python, the firmware
+ * generator in C) exactly as TFLite derives them; docs/kernels.md, "int8
+ * operator kernels", states the arithmetic.
+ *
+ * C99, no heap, no recursion, no mutable global state. No kernel needs
+ * scratch memory (SOFTMAX recomputes each exp instead of storing the row), so
+ * none takes an arena buffer.
+ */
+#ifndef HELIA_OPS_H
+#define HELIA_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "helia_status.h"
+
+/* Largest rank PAD, CONCATENATION and the broadcasting binary operators accept. */
+#define HELIA_OPS_MAX_RANK 6
+
+/* ---- FULLY_CONNECTED ---------------------------------------------------------------------------- */
+typedef struct helia_fully_connected_s8_args {
+    const int8_t *input;         /* [batches, depth] */
+    const int8_t *filter;        /* [output_depth, depth], symmetric (zero point 0) */
+    const int32_t *bias;         /* [output_depth], or NULL */
+    const int32_t *multipliers;  /* [quant_count] */
+    const int32_t *shifts;       /* [quant_count] */
+    int8_t *output;              /* [batches, output_depth] */
+    int32_t batches;
+    int32_t depth;
+    int32_t output_depth;
+    int32_t quant_count;         /* 1 (per tensor) or output_depth (per channel) */
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t act_min;
+    int32_t act_max;
+} helia_fully_connected_s8_args;
+
+helia_status helia_fully_connected_s8_check(const helia_fully_connected_s8_args *args);
+helia_status helia_fully_connected_s8(const helia_fully_connected_s8_args *args);
+
+/* ---- CONV_2D and DEPTHWISE_CONV_2D -------------------------------------------------------------- */
+typedef struct helia_conv_s8_args {
+    const int8_t *input;         /* [batches, input_h, input_w, input_c] */
+    const int8_t *filter;        /* CONV_2D [output_c, filter_h, filter_w, input_c]; DEPTHWISE [1, filter_h, filter_w, output_c] */
+    const int32_t *bias;         /* [output_c], or NULL */
+    const int32_t *multipliers;  /* [quant_count] */
+    const int32_t *shifts;       /* [quant_count] */
+    int8_t *output;              /* [batches, output_h, output_w, output_c] */
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t input_c;
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t output_c;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t pad_top;             /* padding before the first row / column (SAME: total / 2) */
+    int32_t pad_left;
+    int32_t depth_multiplier;    /* DEPTHWISE only: output_c == input_c * depth_multiplier */
+    int32_t quant_count;         /* 1 (per tensor) or output_c (per channel) */
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t act_min;
+    int32_t act_max;
+} helia_conv_s8_args;
+
+helia_status helia_conv2d_s8_check(const helia_conv_s8_args *args);
+helia_status helia_conv2d_s8(const helia_conv_s8_args *args);
+helia_status helia_depthwise_conv2d_s8_check(const helia_conv_s8_args *args);
+helia_status helia_depthwise_conv2d_s8(const helia_conv_s8_args *args);
+
+/* ---- AVERAGE_POOL_2D and MAX_POOL_2D ------------------------------------------------------------ */
+typedef struct helia_pool_s8_args {
+    const int8_t *input;         /* [batches, input_h, input_w, channels] */
+    int8_t *output;              /* [batches, output_h, output_w, channels] */
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t act_min;
+    int32_t act_max;
+} helia_pool_s8_args;
+
+helia_status helia_average_pool2d_s8_check(const helia_pool_s8_args *args);
+helia_status helia_average_pool2d_s8(const helia_pool_s8_args *args);
+helia_status helia_max_pool2d_s8_check(const helia_pool_s8_args *args);
+helia_status helia_max_pool2d_s8(const helia_pool_s8_args *args);
+
+/* ---- ADD and MUL (NumPy broadcasting over rank <= HELIA_OPS_MAX_RANK) --------------------------- */
+typedef struct helia_binary_s8_args {
+    const int8_t *input1;
+    const int8_t *input2;
+    int8_t *output;              /* may be exactly input1 or input2 when it has the same extents */
+    int32_t rank;                /* 1..HELIA_OPS_MAX_RANK; all three extents lists have this rank */
+    int32_t input1_dims[HELIA_OPS_MAX_RANK];
+    int32_t input2_dims[HELIA_OPS_MAX_RANK];
+    int32_t output_dims[HELIA_OPS_MAX_RANK];
+    int32_t input1_zero_point;
+    int32_t input2_zero_point;
+    int32_t output_zero_point;
+    int32_t left_shift;          /* ADD: 20; MUL: unused */
+    int32_t input1_multiplier;   /* ADD only */
+    int32_t input1_shift;
+    int32_t input2_multiplier;   /* ADD only */
+    int32_t input2_shift;
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} helia_binary_s8_args;
+
+helia_status helia_add_s8_check(const helia_binary_s8_args *args);
+helia_status helia_add_s8(const helia_binary_s8_args *args);
+helia_status helia_mul_s8_check(const helia_binary_s8_args *args);
+helia_status helia_mul_s8(const helia_binary_s8_args *args);
+
+/* ---- RESHAPE: a byte copy ----------------------------------------------------------------------- */
+helia_status helia_reshape_check(const void *input, size_t input_bytes, const void *output, size_t output_bytes);
+helia_status helia_reshape(const void *input, size_t input_bytes, void *output, size_t output_bytes);
+
+/* ---- PAD (constant value) ----------------------------------------------------------------------- */
+typedef struct helia_pad_args {
+    const void *input;
+    void *output;
+    size_t element_size;         /* 1 for int8 */
+    int32_t rank;                /* 1..HELIA_OPS_MAX_RANK */
+    int32_t input_dims[HELIA_OPS_MAX_RANK];
+    int32_t before[HELIA_OPS_MAX_RANK];
+    int32_t after[HELIA_OPS_MAX_RANK];
+    const void *pad_value;       /* element_size bytes: for int8 PAD, the output zero point */
+} helia_pad_args;
+
+helia_status helia_pad_check(const helia_pad_args *args);
+helia_status helia_pad(const helia_pad_args *args);
+
+/* ---- CONCATENATION (inputs and output share one quantization) ----------------------------------- */
+typedef struct helia_concat_args {
+    const void *const *inputs;   /* [input_count] */
+    const int32_t *axis_extents; /* [input_count]: each input's extent along the axis */
+    void *output;
+    size_t element_size;
+    int32_t input_count;
+    int32_t outer;               /* product of the extents before the axis */
+    int32_t inner;               /* product of the extents after the axis */
+} helia_concat_args;
+
+helia_status helia_concatenation_check(const helia_concat_args *args);
+helia_status helia_concatenation(const helia_concat_args *args);
+
+/* ---- QUANTIZE (float32 -> int8) and DEQUANTIZE (int8 -> float32) -------------------------------- */
+helia_status helia_quantize_f32_s8_check(const float *input, int8_t *output, int32_t count, float scale,
+                                         int32_t zero_point);
+helia_status helia_quantize_f32_s8(const float *input, int8_t *output, int32_t count, float scale,
+                                   int32_t zero_point);
+helia_status helia_dequantize_s8_f32_check(const int8_t *input, float *output, int32_t count, float scale,
+                                           int32_t zero_point);
+helia_status helia_dequantize_s8_f32(const int8_t *input, float *output, int32_t count, float scale,
+                                     int32_t zero_point);
+
+/* ---- SOFTMAX over the last axis (output scale 1/256, zero point -128) --------------------------- */
+typedef struct helia_softmax_s8_args {
+    const int8_t *input;         /* [rows, depth] */
+    int8_t *output;              /* [rows, depth] */
+    int32_t rows;
+    int32_t depth;
+    int32_t input_multiplier;    /* beta * input_scale * 2^(31 - 5), as a quantized multiplier */
+    int32_t input_left_shift;
+    int32_t diff_min;            /* differences below it contribute nothing */
+} helia_softmax_s8_args;
+
+helia_status helia_softmax_s8_check(const helia_softmax_s8_args *args);
+helia_status helia_softmax_s8(const helia_softmax_s8_args *args);
+
+/* ---- the fixed-point helpers, exported for tests ------------------------------------------------ */
+int32_t helia_ops_mbqm_double(int32_t x, int32_t multiplier, int32_t shift);
+int32_t helia_ops_mbqm_single(int32_t x, int32_t multiplier, int32_t shift);
+int32_t helia_ops_rounding_divide_by_pot(int32_t x, int32_t exponent);
+int32_t helia_ops_sat_rounding_doubling_high_mul(int32_t a, int32_t b);
+
+/* ==== Operator contracts: INT32 comparisons, SELECT_V2, float DIV, NEG and SQUARED_DIFFERENCE ======
+ * (ops_contracts.c; aot-operator-contracts.md; docs/kernels.md, "C kernels (c/ops_contracts.c)").
+ * Unquantized values. FP16 tensors are IEEE binary16 bit patterns (uint16_t); their arithmetic is the
+ * FP32 operation on the widened operands rounded to half (ties to even), which is the correctly rounded
+ * half result for these operations. Booleans are bytes: a comparison writes 0 or 1, SELECT_V2 takes any
+ * nonzero condition byte as true. Broadcasting is NumPy's, with every extents list given at `rank`
+ * (left-padded with 1). Same checks and statuses as the int8 kernels: the run function writes nothing
+ * when the check refuses; each tensor's byte count must fit INT32_MAX (SIZE_OVERFLOW); an output may be
+ * exactly an input of the same element size and count (in place), any other overlap is PARTIAL_OVERLAP. */
+
+/* Largest rank of SELECT_V2's extents lists (the contract's "through rank eight"). */
+#define HELIA_SELECT_MAX_RANK 8
+
+/* Fused activations of DIV, with TFLite's ActivationFunctionType codes. */
+#define HELIA_ACTIVATION_NONE 0
+#define HELIA_ACTIVATION_RELU 1
+#define HELIA_ACTIVATION_RELU_N1_TO_1 2
+#define HELIA_ACTIVATION_RELU6 3
+
+typedef struct helia_broadcast_args {
+    const void *input1;          /* DIV: the numerator; comparisons: x (int32_t); float: float or uint16_t (FP16) */
+    const void *input2;          /* DIV: the denominator; comparisons: y */
+    void *output;                /* comparisons: uint8_t 0/1; otherwise the inputs' type */
+    int32_t rank;                /* 1..HELIA_OPS_MAX_RANK; all three extents lists have this rank */
+    int32_t input1_dims[HELIA_OPS_MAX_RANK];
+    int32_t input2_dims[HELIA_OPS_MAX_RANK];
+    int32_t output_dims[HELIA_OPS_MAX_RANK];
+    int32_t activation;          /* DIV: HELIA_ACTIVATION_*; every other operator: HELIA_ACTIVATION_NONE */
+} helia_broadcast_args;
+
+/* DIV: x / y (IEEE quotient, no reciprocal), then the activation's clamp [lo, hi] with NaN passing through;
+ * an unbounded end is the finite dtype limit (FLT_MAX, 65504). FP16 rounds the quotient to half before the
+ * clamp and, under RELU and RELU6, turns -0 into +0. */
+helia_status helia_div_f32_check(const helia_broadcast_args *args);
+helia_status helia_div_f32(const helia_broadcast_args *args);
+helia_status helia_div_f16_check(const helia_broadcast_args *args);
+helia_status helia_div_f16(const helia_broadcast_args *args);
+
+/* SQUARED_DIFFERENCE: (x - y) rounded, then squared and rounded, at the operands' precision. */
+helia_status helia_squared_difference_f32_check(const helia_broadcast_args *args);
+helia_status helia_squared_difference_f32(const helia_broadcast_args *args);
+helia_status helia_squared_difference_f16_check(const helia_broadcast_args *args);
+helia_status helia_squared_difference_f16(const helia_broadcast_args *args);
+
+/* INT32 comparisons at full signed width; the output is one byte per element (no in place). */
+helia_status helia_equal_s32_check(const helia_broadcast_args *args);
+helia_status helia_equal_s32(const helia_broadcast_args *args);
+helia_status helia_not_equal_s32_check(const helia_broadcast_args *args);
+helia_status helia_not_equal_s32(const helia_broadcast_args *args);
+helia_status helia_greater_s32_check(const helia_broadcast_args *args);
+helia_status helia_greater_s32(const helia_broadcast_args *args);
+helia_status helia_greater_equal_s32_check(const helia_broadcast_args *args);
+helia_status helia_greater_equal_s32(const helia_broadcast_args *args);
+helia_status helia_less_s32_check(const helia_broadcast_args *args);
+helia_status helia_less_s32(const helia_broadcast_args *args);
+helia_status helia_less_equal_s32_check(const helia_broadcast_args *args);
+helia_status helia_less_equal_s32(const helia_broadcast_args *args);
+
+/* SELECT_V2: output = condition ? x : y elementwise, values copied exactly. */
+typedef struct helia_select_v2_s32_args {
+    const uint8_t *condition;
+    const int32_t *x;
+    const int32_t *y;
+    int32_t *output;             /* may be exactly x or y when it has the same extents */
+    int32_t rank;                /* 1..HELIA_SELECT_MAX_RANK */
+    int32_t condition_dims[HELIA_SELECT_MAX_RANK];
+    int32_t x_dims[HELIA_SELECT_MAX_RANK];
+    int32_t y_dims[HELIA_SELECT_MAX_RANK];
+    int32_t output_dims[HELIA_SELECT_MAX_RANK];
+} helia_select_v2_s32_args;
+
+helia_status helia_select_v2_s32_check(const helia_select_v2_s32_args *args);
+helia_status helia_select_v2_s32(const helia_select_v2_s32_args *args);
+
+/* NEG: toggles the IEEE sign bit of `count` >= 1 elements (subnormals and NaN payloads kept, +0 <-> -0);
+ * the output may be exactly the input. */
+helia_status helia_neg_f32_check(const float *input, float *output, int32_t count);
+helia_status helia_neg_f32(const float *input, float *output, int32_t count);
+helia_status helia_neg_f16_check(const uint16_t *input, uint16_t *output, int32_t count);
+helia_status helia_neg_f16(const uint16_t *input, uint16_t *output, int32_t count);
+
+#endif /* HELIA_OPS_H */

@@ -1,0 +1,74 @@
+/*
+ * helia_ops_internal.h - argument checks shared by the int8 operator kernels
+ * (ops_*.c). Not part of the C API.
+ *
+ * C99, no heap.
+ */
+#ifndef HELIA_OPS_INTERNAL_H
+#define HELIA_OPS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "helia_status.h"
+
+/* The largest |(input - input_zero_point) * filter| of int8 operands: 255 * 128. */
+#define HELIA_OPS_MAX_PRODUCT 32640
+
+/* Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte; empty ranges share nothing. */
+static inline int helia_ops_overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
+{
+    const uintptr_t x = (uintptr_t)a;
+    const uintptr_t y = (uintptr_t)b;
+    if (a_bytes == 0u || b_bytes == 0u) {
+        return 0;
+    }
+    return x < y + b_bytes && y < x + a_bytes;
+}
+
+static inline int helia_ops_zero_point_ok(int32_t zero_point)
+{
+    return zero_point >= -128 && zero_point <= 127;
+}
+
+static inline int helia_ops_activation_ok(int32_t act_min, int32_t act_max)
+{
+    return act_min >= -128 && act_min <= act_max && act_max <= 127;
+}
+
+/* A quantized multiplier: 0, or in [2^30, 2^31 - 1], with a shift in [-31, 30]. */
+static inline int helia_ops_multiplier_ok(int32_t multiplier, int32_t shift)
+{
+    return (multiplier == 0 || multiplier >= (INT32_C(1) << 30)) && shift >= -31 && shift <= 30;
+}
+
+static inline helia_status helia_ops_multipliers_ok(const int32_t *multipliers, const int32_t *shifts, int32_t count)
+{
+    int32_t i;
+    for (i = 0; i < count; ++i) {
+        if (!helia_ops_multiplier_ok(multipliers[i], shifts[i])) {
+            return HELIA_STATUS_BAD_PARAMETER;
+        }
+    }
+    return HELIA_STATUS_OK;
+}
+
+/* *count = the product of `rank` extents, each >= 1; BAD_SHAPE or SIZE_OVERFLOW (above INT32_MAX) otherwise. */
+static inline helia_status helia_ops_count(const int32_t *dims, int32_t rank, int32_t *count)
+{
+    int64_t product = 1;
+    int32_t i;
+    for (i = 0; i < rank; ++i) {
+        if (dims[i] < 1) {
+            return HELIA_STATUS_BAD_SHAPE;
+        }
+        product *= dims[i];
+        if (product > INT32_MAX) {
+            return HELIA_STATUS_SIZE_OVERFLOW;
+        }
+    }
+    *count = (int32_t)product;
+    return HELIA_STATUS_OK;
+}
+
+#endif /* HELIA_OPS_INTERNAL_H */

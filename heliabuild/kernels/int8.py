@@ -1,0 +1,643 @@
+"""heliabuild's int8 operator kernels: the parameter derivations (as TFLite does them) and ctypes bindings.
+
+The C kernels (`c/helia_ops.h`, `c/ops_*.c`) take integer parameters only:
+quantized multipliers and shifts, activation bounds, explicit paddings. This
+module derives them from the float32 scales a TFLite model stores, with the
+arithmetic LiteRT uses (docs/kernels.md, "int8 operator kernels"), so the
+firmware generator and the tests share one derivation:
+
+- `quantize_multiplier(real)`: TFLite's QuantizeMultiplier (frexp, round the
+  mantissa to 31 bits, ties away from zero);
+- `activation_range(activation, quant)`: the fused activation as int8 bounds;
+- `conv_params`, `fully_connected_params`, `pool_params`, `add_params`,
+  `mul_params`, `softmax_params`: every integer a kernel needs;
+- `mbqm_single`, `mbqm_double`: the two roundings of TFLite's
+  MultiplyByQuantizedMultiplier that LiteRT's reference kernels use
+  (FULLY_CONNECTED rounds once, the other operators twice), stated in Python.
+
+`Int8Kernels(load_host_library(build_dir))` runs the host build of the C
+kernels on numpy arrays; a refused request raises `Int8KernelError` with the
+C status and writes nothing. Setting `Int8Kernels.recorder` hands every call
+(a `KernelCall`: function, argument structs, buffers) to a callback before it
+runs, which is how the Cortex-M55 test replays the calls on the target.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from heliabuild.errors import KernelError
+from heliabuild.kernels.native import Status
+
+MAX_RANK = 6
+ADD_LEFT_SHIFT = 20
+ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6")
+SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
+SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
+SOFTMAX_OUTPUT_ZERO_POINT = -128
+
+
+class Int8KernelError(KernelError):
+    """A request an int8 kernel refuses (`.status`), or parameters it cannot represent (`.status` None)."""
+
+    def __init__(self, message: str, status: Status | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Quant:
+    """Per-tensor quantization: real = scale * (q - zero_point); the scale as float32 stores it."""
+
+    scale: float
+    zero_point: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", float(np.float32(self.scale)))
+        object.__setattr__(self, "zero_point", int(self.zero_point))
+
+
+# ---- arithmetic ---------------------------------------------------------------------------------
+
+
+def _round_half_away(value: float) -> int:
+    """std::round: to nearest, ties away from zero (exact for |value| < 2^52)."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: (multiplier, shift) with real = multiplier * 2^(shift - 31).
+
+    The multiplier is in [2^30, 2^31 - 1]; a real below 2^-32 becomes (0, 0), as in TFLite, and one of
+    2^30 or more saturates to (2^31 - 1, 30), as TFLite's single-rounding build does (its double-rounding
+    build would shift past 30, undefined; no real scales give such a multiplier). Raises Int8KernelError
+    for a negative or non-finite real.
+    """
+    if not math.isfinite(real) or real < 0:
+        raise Int8KernelError(f"quantized multiplier: real multiplier {real!r} is not a finite value >= 0")
+    if real == 0.0:
+        return 0, 0
+    mantissa, shift = math.frexp(real)
+    fixed = _round_half_away(mantissa * (1 << 31))
+    if fixed == 1 << 31:
+        fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    if shift > 30:  # saturate at the largest multiplier the kernels accept
+        return 2**31 - 1, 30
+    return fixed, shift
+
+
+def _wrap32(value: int) -> int:
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def mbqm_single(x: int, multiplier: int, shift: int) -> int:
+    """Single-rounding MultiplyByQuantizedMultiplier (helia_fixed.h): floor((x*m + 2^(30-shift)) / 2^(31-shift))."""
+    total = 31 - shift
+    return _wrap32((x * multiplier + (1 << (total - 1))) >> total)
+
+
+def mbqm_double(x: int, multiplier: int, shift: int) -> int:
+    """Double-rounding (gemmlowp) MultiplyByQuantizedMultiplier (helia_fixed.h), int32 in and out."""
+    left, right = max(shift, 0), max(-shift, 0)
+    shifted = _wrap32(x << left)
+    if shifted == multiplier == -(2**31):
+        high = 2**31 - 1
+    else:
+        product = shifted * multiplier
+        nudged = product + ((1 << 30) if product >= 0 else 1 - (1 << 30))
+        high = abs(nudged) >> 31 if nudged >= 0 else -(abs(nudged) >> 31)
+    mask = (1 << right) - 1
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> right) + (1 if high & mask > threshold else 0)
+
+
+def quantize_value(real: float, quant: Quant) -> int:
+    """TFLite's activation-range quantization of one float: zero_point + round(real / scale) in float32."""
+    return quant.zero_point + _round_half_away(float(np.float32(real) / np.float32(quant.scale)))
+
+
+def activation_range(activation: str, quant: Quant) -> tuple[int, int]:
+    """The int8 output bounds of a fused activation (TFLite's CalculateActivationRangeQuantized)."""
+    if activation not in ACTIVATIONS:
+        raise Int8KernelError(
+            f"int8 kernels: fused activation {activation!r} is not supported; expected one of {', '.join(ACTIVATIONS)}"
+        )
+    low, high = -128, 127
+    if activation == "RELU":
+        low = max(low, quantize_value(0.0, quant))
+    elif activation == "RELU6":
+        low, high = max(low, quantize_value(0.0, quant)), min(high, quantize_value(6.0, quant))
+    elif activation == "RELU_N1_TO_1":
+        low, high = max(low, quantize_value(-1.0, quant)), min(high, quantize_value(1.0, quant))
+    return low, high
+
+
+def output_size(size: int, filter_size: int, stride: int, dilation: int, padding: str) -> int:
+    """TFLite's ComputeOutSize for SAME or VALID padding."""
+    effective = (filter_size - 1) * dilation + 1
+    if padding == "SAME":
+        return (size + stride - 1) // stride
+    if padding == "VALID":
+        return (size + stride - effective) // stride
+    raise Int8KernelError(f"int8 kernels: padding {padding!r} is not supported; expected SAME or VALID")
+
+
+def padding_before(size: int, filter_size: int, stride: int, dilation: int, out: int) -> int:
+    """TFLite's ComputePaddingWithOffset: the padding before the first row (the odd pixel goes after)."""
+    effective = (filter_size - 1) * dilation + 1
+    return max(((out - 1) * stride + effective - size) // 2, 0)
+
+
+def _per_channel(filter_scales: Sequence[float] | np.ndarray) -> np.ndarray:
+    return np.asarray(filter_scales, dtype=np.float32).reshape(-1)
+
+
+def _multipliers(input_scale: float, filter_scales: np.ndarray, output_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel multipliers: (double(input_scale) * double(filter_scale)) / double(output_scale)."""
+    pairs = [quantize_multiplier(float(input_scale) * float(f) / float(output_scale)) for f in filter_scales]
+    return np.array([m for m, _ in pairs], np.int32), np.array([s for _, s in pairs], np.int32)
+
+
+# ---- parameters ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    """Every integer CONV_2D / DEPTHWISE_CONV_2D needs (helia_conv_s8_args without the pointers)."""
+
+    input_shape: tuple[int, int, int, int]
+    filter_shape: tuple[int, int, int, int]
+    output_shape: tuple[int, int, int, int]
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    pad: tuple[int, int]
+    depthwise: bool
+    depth_multiplier: int
+    multipliers: np.ndarray
+    shifts: np.ndarray
+    input_zero_point: int
+    output_zero_point: int
+    act_min: int
+    act_max: int
+
+
+def conv_params(
+    input_shape: Sequence[int],
+    filter_shape: Sequence[int],
+    input_quant: Quant,
+    filter_scales: Sequence[float] | np.ndarray,
+    output_quant: Quant,
+    *,
+    stride: tuple[int, int] = (1, 1),
+    dilation: tuple[int, int] = (1, 1),
+    padding: str = "SAME",
+    activation: str = "NONE",
+    depthwise: bool = False,
+) -> ConvParams:
+    """The parameters of an int8 CONV_2D (filter [out_c, kh, kw, in_c]) or DEPTHWISE_CONV_2D ([1, kh, kw, out_c])."""
+    n, h, w, c = (int(d) for d in input_shape)
+    fshape = tuple(int(d) for d in filter_shape)
+    out_c = fshape[3] if depthwise else fshape[0]
+    kh, kw = fshape[1], fshape[2]
+    oh = output_size(h, kh, stride[0], dilation[0], padding)
+    ow = output_size(w, kw, stride[1], dilation[1], padding)
+    if oh < 1 or ow < 1:
+        raise Int8KernelError(f"int8 conv: a {kh}x{kw} filter does not fit a {h}x{w} input with {padding} padding")
+    scales = _per_channel(filter_scales)
+    multipliers, shifts = _multipliers(input_quant.scale, scales, output_quant.scale)
+    low, high = activation_range(activation, output_quant)
+    return ConvParams(
+        input_shape=(n, h, w, c),
+        filter_shape=fshape,  # type: ignore[arg-type]
+        output_shape=(n, oh, ow, out_c),
+        stride=(int(stride[0]), int(stride[1])),
+        dilation=(int(dilation[0]), int(dilation[1])),
+        pad=(padding_before(h, kh, stride[0], dilation[0], oh), padding_before(w, kw, stride[1], dilation[1], ow)),
+        depthwise=depthwise,
+        depth_multiplier=out_c // c if depthwise else 1,
+        multipliers=multipliers,
+        shifts=shifts,
+        input_zero_point=input_quant.zero_point,
+        output_zero_point=output_quant.zero_point,
+        act_min=low,
+        act_max=high,
+    )
+
+
+@dataclass(frozen=True)
+class FullyConnectedParams:
+    batches: int
+    depth: int
+    output_depth: int
+    multipliers: np.ndarray
+    shifts: np.ndarray
+    input_zero_point: int
+    output_zero_point: int
+    act_min: int
+    act_max: int
+
+
+def fully_connected_params(
+    input_count: int,
+    filter_shape: Sequence[int],
+    input_quant: Quant,
+    filter_scales: Sequence[float] | np.ndarray,
+    output_quant: Quant,
+    activation: str = "NONE",
+) -> FullyConnectedParams:
+    """FULLY_CONNECTED on an input of `input_count` elements, flattened to [-1, depth] as TFLite does."""
+    output_depth, depth = (int(d) for d in filter_shape)
+    if input_count % depth:
+        raise Int8KernelError(f"int8 fully connected: {input_count} input elements are not a multiple of depth {depth}")
+    multipliers, shifts = _multipliers(input_quant.scale, _per_channel(filter_scales), output_quant.scale)
+    low, high = activation_range(activation, output_quant)
+    return FullyConnectedParams(
+        input_count // depth, depth, output_depth, multipliers, shifts,
+        input_quant.zero_point, output_quant.zero_point, low, high,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PoolParams:
+    input_shape: tuple[int, int, int, int]
+    output_shape: tuple[int, int, int, int]
+    filter: tuple[int, int]
+    stride: tuple[int, int]
+    pad: tuple[int, int]
+    act_min: int
+    act_max: int
+
+
+def pool_params(
+    input_shape: Sequence[int],
+    filter_size: tuple[int, int],
+    output_quant: Quant,
+    *,
+    stride: tuple[int, int] = (1, 1),
+    padding: str = "VALID",
+    activation: str = "NONE",
+) -> PoolParams:
+    """AVERAGE_POOL_2D / MAX_POOL_2D (input and output share one quantization)."""
+    n, h, w, c = (int(d) for d in input_shape)
+    oh = output_size(h, filter_size[0], stride[0], 1, padding)
+    ow = output_size(w, filter_size[1], stride[1], 1, padding)
+    if oh < 1 or ow < 1:
+        raise Int8KernelError(f"int8 pool: a {filter_size} window does not fit a {h}x{w} input with {padding} padding")
+    low, high = activation_range(activation, output_quant)
+    return PoolParams(
+        (n, h, w, c), (n, oh, ow, c), (int(filter_size[0]), int(filter_size[1])), (int(stride[0]), int(stride[1])),
+        (padding_before(h, filter_size[0], stride[0], 1, oh), padding_before(w, filter_size[1], stride[1], 1, ow)),
+        low, high,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BinaryParams:
+    """ADD / MUL: zero points, multipliers (ADD: both inputs and the output; MUL: the output) and bounds."""
+
+    input1_zero_point: int
+    input2_zero_point: int
+    output_zero_point: int
+    left_shift: int
+    input1_multiplier: int
+    input1_shift: int
+    input2_multiplier: int
+    input2_shift: int
+    output_multiplier: int
+    output_shift: int
+    act_min: int
+    act_max: int
+
+
+def add_params(input1: Quant, input2: Quant, output: Quant, activation: str = "NONE") -> BinaryParams:
+    """TFLite's int8 ADD preparation: both inputs rescaled to 2 * max(scale) with 2^20 headroom."""
+    twice_max = 2.0 * max(input1.scale, input2.scale)
+    m1, s1 = quantize_multiplier(input1.scale / twice_max)
+    m2, s2 = quantize_multiplier(input2.scale / twice_max)
+    mo, so = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * output.scale))
+    if so > 0:
+        raise Int8KernelError(
+            f"int8 add: output scale {output.scale!r} is below 2 * max input scale / 2^20; "
+            "the output multiplier must be below 1"
+        )
+    low, high = activation_range(activation, output)
+    return BinaryParams(
+        input1.zero_point, input2.zero_point, output.zero_point, ADD_LEFT_SHIFT, m1, s1, m2, s2, mo, so, low, high
+    )
+
+
+def mul_params(input1: Quant, input2: Quant, output: Quant, activation: str = "NONE") -> BinaryParams:
+    """TFLite's int8 MUL preparation: one multiplier, double(s1) * double(s2) / double(s_out)."""
+    mo, so = quantize_multiplier(input1.scale * input2.scale / output.scale)
+    low, high = activation_range(activation, output)
+    return BinaryParams(input1.zero_point, input2.zero_point, output.zero_point, 0, 0, 0, 0, 0, mo, so, low, high)
+
+
+@dataclass(frozen=True)
+class SoftmaxParams:
+    input_multiplier: int
+    input_left_shift: int
+    diff_min: int
+
+
+def softmax_params(input_scale: float, beta: float = 1.0) -> SoftmaxParams:
+    """TFLite's int8 SOFTMAX preparation: PreprocessSoftmaxScaling and CalculateInputRadius, 5 integer bits.
+
+    The input multiplier is beta * input_scale * 2^26 (capped at 2^31 - 1) as a quantized multiplier
+    whose shift must be >= 0; differences below -floor(31 * 2^26 / 2^shift) contribute nothing.
+    """
+    bits = SOFTMAX_SCALED_DIFF_INTEGER_BITS
+    real = min(float(np.float32(beta)) * float(np.float32(input_scale)) * float(1 << (31 - bits)), float(2**31 - 1))
+    multiplier, shift = quantize_multiplier(real)
+    if shift < 0:
+        raise Int8KernelError(
+            f"int8 softmax: beta * input scale = {real / (1 << (31 - bits))!r} is below 2^-27; LiteRT refuses it too"
+        )
+    radius = math.floor(float((1 << bits) - 1) * float(1 << (31 - bits)) / float(1 << shift))
+    return SoftmaxParams(multiplier, shift, -radius)
+
+
+# ---- ctypes -------------------------------------------------------------------------------------
+
+_I8 = ctypes.POINTER(ctypes.c_int8)
+_I32 = ctypes.POINTER(ctypes.c_int32)
+_F32 = ctypes.POINTER(ctypes.c_float)
+
+
+def _fields(*names: str) -> list[tuple[str, type]]:
+    return [(name, ctypes.c_int32) for name in names]
+
+
+class FullyConnectedArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("filter", _I8), ("bias", _I32), ("multipliers", _I32), ("shifts", _I32), ("output", _I8),
+        *_fields("batches", "depth", "output_depth", "quant_count", "input_zero_point", "output_zero_point",
+                 "act_min", "act_max"),
+    ]  # fmt: skip
+
+
+class ConvArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("filter", _I8), ("bias", _I32), ("multipliers", _I32), ("shifts", _I32), ("output", _I8),
+        *_fields("batches", "input_h", "input_w", "input_c", "filter_h", "filter_w", "output_h", "output_w",
+                 "output_c", "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left",
+                 "depth_multiplier", "quant_count", "input_zero_point", "output_zero_point", "act_min", "act_max"),
+    ]  # fmt: skip
+
+
+class PoolArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("output", _I8),
+        *_fields("batches", "input_h", "input_w", "channels", "output_h", "output_w", "filter_h", "filter_w",
+                 "stride_h", "stride_w", "pad_top", "pad_left", "act_min", "act_max"),
+    ]  # fmt: skip
+
+
+_DIMS = ctypes.c_int32 * MAX_RANK
+
+
+class BinaryArgs(ctypes.Structure):
+    _fields_ = [
+        ("input1", _I8), ("input2", _I8), ("output", _I8), ("rank", ctypes.c_int32),
+        ("input1_dims", _DIMS), ("input2_dims", _DIMS), ("output_dims", _DIMS),
+        *_fields("input1_zero_point", "input2_zero_point", "output_zero_point", "left_shift", "input1_multiplier",
+                 "input1_shift", "input2_multiplier", "input2_shift", "output_multiplier", "output_shift",
+                 "act_min", "act_max"),
+    ]  # fmt: skip
+
+
+class PadArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", ctypes.c_void_p), ("output", ctypes.c_void_p), ("element_size", ctypes.c_size_t),
+        ("rank", ctypes.c_int32), ("input_dims", _DIMS), ("before", _DIMS), ("after", _DIMS),
+        ("pad_value", ctypes.c_void_p),
+    ]  # fmt: skip
+
+
+class ConcatArgs(ctypes.Structure):
+    _fields_ = [
+        ("inputs", ctypes.POINTER(ctypes.c_void_p)), ("axis_extents", _I32), ("output", ctypes.c_void_p),
+        ("element_size", ctypes.c_size_t), ("input_count", ctypes.c_int32), ("outer", ctypes.c_int32),
+        ("inner", ctypes.c_int32),
+    ]  # fmt: skip
+
+
+class SoftmaxArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("output", _I8),
+        *_fields("rows", "depth", "input_multiplier", "input_left_shift", "diff_min"),
+    ]  # fmt: skip
+
+
+def _pointer(array: np.ndarray | None, kind: type) -> object:
+    if array is None:
+        return ctypes.cast(None, kind)
+    return array.ctypes.data_as(kind)
+
+
+def _c_array(array: np.ndarray | Sequence[int] | Sequence[float], dtype: str) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(array), dtype=dtype)
+
+
+def _dims(shape: Sequence[int]) -> ctypes.Array:
+    values = list(shape) + [1] * (MAX_RANK - len(shape))
+    return _DIMS(*values)
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One C kernel call as the bindings make it: the function, its arguments (argument structs as
+    ctypes Structures, the rest as ctypes values or ints) and every buffer the arguments point into
+    (numpy arrays, or ctypes pointer tables for CONCATENATION), the output last."""
+
+    function: str
+    arguments: tuple[object, ...]
+    arrays: tuple[object, ...]
+
+
+class Int8Kernels:
+    """The int8 operator kernels of a loaded `libheliakernels` (heliabuild.kernels.native.load_host_library).
+
+    Each method takes numpy arrays (copied to C-contiguous int8/int32/float32)
+    and the parameters derived above, runs the C kernel and returns a new
+    output array. A refusal raises Int8KernelError with the C status.
+    """
+
+    _SIGNATURES: ClassVar[dict[str, tuple[list[object], object]]] = {
+        "helia_fully_connected_s8": ([ctypes.POINTER(FullyConnectedArgs)], ctypes.c_int),
+        "helia_conv2d_s8": ([ctypes.POINTER(ConvArgs)], ctypes.c_int),
+        "helia_depthwise_conv2d_s8": ([ctypes.POINTER(ConvArgs)], ctypes.c_int),
+        "helia_average_pool2d_s8": ([ctypes.POINTER(PoolArgs)], ctypes.c_int),
+        "helia_max_pool2d_s8": ([ctypes.POINTER(PoolArgs)], ctypes.c_int),
+        "helia_add_s8": ([ctypes.POINTER(BinaryArgs)], ctypes.c_int),
+        "helia_mul_s8": ([ctypes.POINTER(BinaryArgs)], ctypes.c_int),
+        "helia_reshape": ([ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int),
+        "helia_pad": ([ctypes.POINTER(PadArgs)], ctypes.c_int),
+        "helia_concatenation": ([ctypes.POINTER(ConcatArgs)], ctypes.c_int),
+        "helia_quantize_f32_s8": ([_F32, _I8, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
+        "helia_dequantize_s8_f32": ([_I8, _F32, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
+        "helia_softmax_s8": ([ctypes.POINTER(SoftmaxArgs)], ctypes.c_int),
+        "helia_ops_mbqm_double": ([ctypes.c_int32] * 3, ctypes.c_int32),
+        "helia_ops_mbqm_single": ([ctypes.c_int32] * 3, ctypes.c_int32),
+    }
+
+    def __init__(self, library: ctypes.CDLL) -> None:
+        self.library = library
+        for name, (argtypes, restype) in self._SIGNATURES.items():
+            function = getattr(library, name)
+            function.argtypes = argtypes
+            function.restype = restype
+
+    recorder: Callable[[KernelCall], None] | None = None
+    """Called with every KernelCall before it runs (the M55 tests replay the calls on the target)."""
+
+    def _call(self, name: str, *arguments: object, arrays: Sequence[object] = ()) -> None:
+        if self.recorder is not None:
+            self.recorder(KernelCall(name, tuple(arguments), tuple(arrays)))
+        passed = [ctypes.byref(a) if isinstance(a, ctypes.Structure) else a for a in arguments]
+        status = Status(getattr(self.library, name)(*passed))
+        if status != Status.OK:
+            raise Int8KernelError(f"{name}: refused with status {status.name} ({status.value})", status)
+
+    def mbqm(self, rounding: str, x: int, multiplier: int, shift: int) -> int:
+        """The C MultiplyByQuantizedMultiplier, `rounding` 'single' or 'double'."""
+        return int(getattr(self.library, f"helia_ops_mbqm_{rounding}")(x, multiplier, shift))
+
+    def fully_connected(
+        self, params: FullyConnectedParams, input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None
+    ) -> np.ndarray:
+        x, f = _c_array(input, "int8"), _c_array(filter, "int8")
+        b = None if bias is None else _c_array(bias, "int32")
+        m, s = _c_array(params.multipliers, "int32"), _c_array(params.shifts, "int32")
+        out = np.zeros((params.batches, params.output_depth), np.int8)
+        args = FullyConnectedArgs(
+            _pointer(x, _I8), _pointer(f, _I8), _pointer(b, _I32), _pointer(m, _I32), _pointer(s, _I32),
+            _pointer(out, _I8), params.batches, params.depth, params.output_depth, m.size,
+            params.input_zero_point, params.output_zero_point, params.act_min, params.act_max,
+        )  # fmt: skip
+        self._call("helia_fully_connected_s8", args, arrays=(x, f, b, m, s, out))
+        return out
+
+    def conv(self, params: ConvParams, input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        """CONV_2D, or DEPTHWISE_CONV_2D when `params.depthwise`."""
+        x, f = _c_array(input, "int8"), _c_array(filter, "int8")
+        b = None if bias is None else _c_array(bias, "int32")
+        m, s = _c_array(params.multipliers, "int32"), _c_array(params.shifts, "int32")
+        out = np.zeros(params.output_shape, np.int8)
+        n, h, w, c = params.input_shape
+        args = ConvArgs(
+            _pointer(x, _I8), _pointer(f, _I8), _pointer(b, _I32), _pointer(m, _I32), _pointer(s, _I32),
+            _pointer(out, _I8), n, h, w, c, params.filter_shape[1], params.filter_shape[2],
+            params.output_shape[1], params.output_shape[2], params.output_shape[3], *params.stride, *params.dilation,
+            *params.pad, params.depth_multiplier, m.size, params.input_zero_point, params.output_zero_point,
+            params.act_min, params.act_max,
+        )  # fmt: skip
+        name = "helia_depthwise_conv2d_s8" if params.depthwise else "helia_conv2d_s8"
+        self._call(name, args, arrays=(x, f, b, m, s, out))
+        return out
+
+    def pool(self, kind: str, params: PoolParams, input: np.ndarray) -> np.ndarray:
+        """`kind` 'average' or 'max'."""
+        x = _c_array(input, "int8")
+        out = np.zeros(params.output_shape, np.int8)
+        n, h, w, c = params.input_shape
+        args = PoolArgs(
+            _pointer(x, _I8), _pointer(out, _I8), n, h, w, c, params.output_shape[1], params.output_shape[2],
+            *params.filter, *params.stride, *params.pad, params.act_min, params.act_max,
+        )  # fmt: skip
+        self._call(f"helia_{kind}_pool2d_s8", args, arrays=(x, out))
+        return out
+
+    def binary(self, kind: str, params: BinaryParams, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
+        """`kind` 'add' or 'mul', NumPy broadcasting over rank <= 6."""
+        a, b = _c_array(input1, "int8"), _c_array(input2, "int8")
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        rank = max(len(shape), 1)
+        out = np.zeros(shape, np.int8)
+
+        def extended(s: tuple[int, ...]) -> tuple[int, ...]:
+            return (1,) * (rank - len(s)) + tuple(s)
+
+        args = BinaryArgs(
+            _pointer(a, _I8), _pointer(b, _I8), _pointer(out, _I8), rank,
+            _dims(extended(a.shape)), _dims(extended(b.shape)), _dims(extended(shape)),
+            params.input1_zero_point, params.input2_zero_point, params.output_zero_point, params.left_shift,
+            params.input1_multiplier, params.input1_shift, params.input2_multiplier, params.input2_shift,
+            params.output_multiplier, params.output_shift, params.act_min, params.act_max,
+        )  # fmt: skip
+        self._call(f"helia_{kind}_s8", args, arrays=(a, b, out))
+        return out
+
+    def reshape(self, input: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+        x = np.ascontiguousarray(input)
+        out = np.zeros(tuple(shape), x.dtype)
+        self._call("helia_reshape", x.ctypes.data, x.nbytes, out.ctypes.data, out.nbytes, arrays=(x, out))
+        return out
+
+    def pad(self, input: np.ndarray, paddings: Sequence[tuple[int, int]], value: int | float) -> np.ndarray:
+        x = np.ascontiguousarray(input)
+        before = [int(p[0]) for p in paddings]
+        after = [int(p[1]) for p in paddings]
+        out = np.zeros(tuple(d + b + a for d, b, a in zip(x.shape, before, after, strict=True)), x.dtype)
+        pad_value = np.array([value], x.dtype)
+        args = PadArgs(
+            x.ctypes.data, out.ctypes.data, x.itemsize, x.ndim, _dims(x.shape), _dims(before), _dims(after),
+            pad_value.ctypes.data,
+        )  # fmt: skip
+        self._call("helia_pad", args, arrays=(x, pad_value, out))
+        return out
+
+    def concatenation(self, inputs: Sequence[np.ndarray], axis: int) -> np.ndarray:
+        arrays = [np.ascontiguousarray(a) for a in inputs]
+        first = arrays[0]
+        axis = axis % first.ndim
+        shape = list(first.shape)
+        shape[axis] = sum(a.shape[axis] for a in arrays)
+        out = np.zeros(tuple(shape), first.dtype)
+        pointers = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        extents = np.array([a.shape[axis] for a in arrays], np.int32)
+        args = ConcatArgs(
+            ctypes.cast(pointers, ctypes.POINTER(ctypes.c_void_p)), _pointer(extents, _I32), out.ctypes.data,
+            first.itemsize, len(arrays), math.prod(shape[:axis]), math.prod(shape[axis + 1 :]),
+        )  # fmt: skip
+        self._call("helia_concatenation", args, arrays=(*arrays, pointers, extents, out))
+        return out
+
+    def quantize(self, input: np.ndarray, quant: Quant) -> np.ndarray:
+        x = _c_array(input, "float32")
+        out = np.zeros(x.shape, np.int8)
+        self._call(
+            "helia_quantize_f32_s8", _pointer(x, _F32), _pointer(out, _I8), x.size, quant.scale, quant.zero_point,
+            arrays=(x, out),
+        )  # fmt: skip
+        return out
+
+    def dequantize(self, input: np.ndarray, quant: Quant) -> np.ndarray:
+        x = _c_array(input, "int8")
+        out = np.zeros(x.shape, np.float32)
+        self._call(
+            "helia_dequantize_s8_f32", _pointer(x, _I8), _pointer(out, _F32), x.size, quant.scale, quant.zero_point,
+            arrays=(x, out),
+        )  # fmt: skip
+        return out
+
+    def softmax(self, params: SoftmaxParams, input: np.ndarray) -> np.ndarray:
+        """SOFTMAX over the last axis; the output has scale 1/256 and zero point -128."""
+        x = _c_array(input, "int8")
+        out = np.zeros(x.shape, np.int8)
+        depth = x.shape[-1] if x.ndim else 1
+        args = SoftmaxArgs(
+            _pointer(x, _I8), _pointer(out, _I8), x.size // depth, depth,
+            params.input_multiplier, params.input_left_shift, params.diff_min,
+        )  # fmt: skip
+        self._call("helia_softmax_s8", args, arrays=(x, out))
+        return out

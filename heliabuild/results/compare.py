@@ -1,0 +1,441 @@
+"""`heliabuild compare BASE NEW`: two result bundles, or two Vela outputs' segments.json, side by side.
+
+Each side is read and checked first: a bundle (its folder or its result.json) with
+heliabuild.results.reader.load_result, which verifies it; a segments.json as a bounded JSON document
+validated against its schema. Both sides must be of one kind.
+
+The comparison holds, in this order:
+
+- the options that differ: `backend`, `runtime`, `fences` and `policy.<key>` of a bundle;
+  `accelerator`, `system_config`, `memory_mode`, `vela_version` and `fences` of a segments.json. An option
+  a side does not record is None (`-`); only options whose two values differ are listed.
+- the estimates: Vela's estimated cycles per segment (a bundle's `segments[].estimated_cycles`, a
+  segments.json's `segments[].op_cycles`) and their total, paired by operator range;
+- the memory (segments.json only): Vela's SRAM and off-chip flash use of the compiled model, in KiB
+  (`-` where an older segments.json does not record it); shown, not counted by `max_regression`;
+- the measurements (bundles only): every known measured figure (heliabuild.results.figures), with its
+  median, mean, min, max and spread on each side, paired by name. Estimates and measurements are never in
+  one table.
+
+Each pair has a delta (new - base) and a percent (100 * delta / base; None when the base is 0 or a side
+lacks the figure). The compared value of a measured figure is its median.
+
+Two sides are not comparable when their segment layouts (the operator ranges) differ, or, with one
+layout, when they are of another model (a bundle's `run_identity.model_sha256`; a segments.json's
+`source_sha256`, or its `model_sha256` without one). The layout is checked first: a bundle's model is the
+fenced model, whose hash differs whenever its fences do. Not comparable is a CompareError unless `force`
+is given; then the refusals are listed and the comparison goes on.
+
+With `max_regression` (a percent), a regression is a compared value (an estimate, the estimated total or a
+measured median) that grew by more than that percent, or grew from 0. Every figure counts as a cost:
+cycles, instructions, latency, traffic and energy all regress when they grow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from heliabuild.errors import ResultError
+from heliabuild.files import json_text
+from heliabuild.results.figures import Figure, measured_figures
+
+FORMATS = ("text", "md", "json")
+BUNDLE = "bundle"
+SEGMENTS = "segments"
+MEMORY_FIGURES = ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")
+"""Vela's memory use of the compiled model, as a segments.json records it (absent from an older one)."""
+
+
+class CompareError(ResultError):
+    """Two inputs `compare` cannot compare: of two kinds, of another model or another segment layout."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """What one input of a comparison gives."""
+
+    path: Path
+    kind: str
+    model_sha256: str | None
+    ranges: tuple[tuple[int, int], ...]
+    estimates: tuple[int | None, ...]
+    options: dict[str, str | None]
+    figures: tuple[Figure, ...] = ()
+    memory: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One compared value: `base` and `new` (None where the side lacks it), their delta and percent."""
+
+    name: str
+    base: float | None
+    new: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.base is None or self.new is None else self.new - self.base
+
+    @property
+    def percent(self) -> float | None:
+        delta = self.delta
+        if delta is None or self.base == 0:
+            return None
+        assert self.base is not None
+        return 100.0 * delta / abs(self.base)
+
+    def regresses(self, limit: float) -> bool:
+        """Whether the value grew by more than `limit` percent (or grew from 0)."""
+        if self.base is None or self.new is None:
+            return False
+        if self.base == 0:
+            return self.new > 0
+        percent = self.percent
+        return percent is not None and percent > limit
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "base": self.base, "new": self.new, "delta": self.delta, "percent": self.percent}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison of `base` and `new` (module docstring)."""
+
+    base: Side
+    new: Side
+    refusals: tuple[str, ...]
+    options: tuple[tuple[str, str | None, str | None], ...]
+    estimates: tuple[Pair, ...]
+    measurements: tuple[tuple[str, Figure | None, Figure | None], ...]
+    memory: tuple[Pair, ...] = ()
+    max_regression: float | None = None
+    regressions: tuple[Pair, ...] = ()
+
+    def measured_pairs(self) -> list[Pair]:
+        """Each measured figure's medians as a Pair."""
+        return [
+            Pair(name, None if base is None else base.median, None if new is None else new.median)
+            for name, base, new in self.measurements
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        def figure(value: Figure | None) -> dict[str, Any] | None:
+            return None if value is None else value.to_json()
+
+        return {
+            "base": {"path": str(self.base.path), "kind": self.base.kind, "model_sha256": self.base.model_sha256},
+            "new": {"path": str(self.new.path), "kind": self.new.kind, "model_sha256": self.new.model_sha256},
+            "comparable": not self.refusals,
+            "refusals": list(self.refusals),
+            "options": [{"name": name, "base": base, "new": new} for name, base, new in self.options],
+            "estimates": [pair.to_json() for pair in self.estimates],
+            "memory": [pair.to_json() for pair in self.memory],
+            "measurements": [
+                {
+                    "name": pair.name,
+                    "base": figure(base),
+                    "new": figure(new),
+                    "delta": pair.delta,
+                    "percent": pair.percent,
+                }
+                for pair, (_, base, new) in zip(self.measured_pairs(), self.measurements, strict=True)
+            ],
+            "max_regression": self.max_regression,
+            "regressions": [pair.to_json() for pair in self.regressions],
+        }
+
+
+def _range_name(start: int, end: int) -> str:
+    return f"ops {start}..{end}"
+
+
+def _fences(ranges: tuple[tuple[int, int], ...]) -> str:
+    return ",".join(str(end) for _, end in ranges[:-1]) or "none"
+
+
+def _option_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _bundle_side(path: Path) -> Side:
+    from heliabuild.results.reader import load_result
+
+    result = load_result(path)
+    identity = result.document["run_identity"]
+    ranges = tuple((s["op_range_start"], s["op_range_end"]) for s in result.segments)
+    options: dict[str, str | None] = {
+        "backend": identity["backend"],
+        "runtime": result.runtime,
+        "fences": _fences(ranges),
+    }
+    for key, value in sorted(identity["policy"].items()):
+        options[f"policy.{key}"] = _option_text(value)
+    return Side(
+        path=result.path,
+        kind=BUNDLE,
+        model_sha256=identity["model_sha256"],
+        ranges=ranges,
+        estimates=tuple(s["estimated_cycles"] for s in result.segments),
+        options=options,
+        figures=tuple(measured_figures(result)),
+    )
+
+
+def _segments_side(path: Path) -> Side:
+    from heliabuild.vela.segments import read_segments_document
+
+    document = read_segments_document(path, error=CompareError)
+    vela = document["vela"]
+    ranges = tuple((s["op_range_start"], s["op_range_end"]) for s in document["segments"])
+    return Side(
+        path=path,
+        kind=SEGMENTS,
+        model_sha256=document.get("source_sha256") or document["model_sha256"],
+        ranges=ranges,
+        estimates=tuple(s["op_cycles"] for s in document["segments"]),
+        options={
+            "accelerator": vela["accelerator"],
+            "system_config": vela["system_config"],
+            "memory_mode": vela["memory_mode"],
+            "vela_version": vela["version"],
+            "fences": _fences(ranges),
+        },
+        memory={name: vela.get(name) for name in MEMORY_FIGURES},
+    )
+
+
+def read_side(path: str | os.PathLike[str]) -> Side:
+    """One input: a bundle folder or result.json (verified), or a segments.json; CompareError for anything
+    else."""
+    given = Path(path)
+    if given.is_dir() or given.name == "result.json":
+        return _bundle_side(given)
+    if given.suffix == ".json":
+        return _segments_side(given)
+    raise CompareError(
+        f"{given}: not a result bundle (a folder or its result.json) nor a Vela segments.json",
+        hint="compare two bundles, e.g. results/kws/previous results/kws, or two <stem>_segments.json",
+    )
+
+
+def _refusals(base: Side, new: Side) -> list[str]:
+    if base.ranges != new.ranges:
+        shown = [", ".join(_range_name(*r) for r in side.ranges) or "none" for side in (base, new)]
+        return [f"another segment layout: {base.path} has {shown[0]}, {new.path} has {shown[1]}"]
+    if base.model_sha256 != new.model_sha256:
+        return [
+            f"another model: {base.path} is of model sha256 {base.model_sha256}, "
+            f"{new.path} of model sha256 {new.model_sha256}"
+        ]
+    return []
+
+
+def _estimate_pairs(base: Side, new: Side) -> list[Pair]:
+    """One Pair per operator range of either side (in order of the range), then the total where both sides
+    know every segment's estimate."""
+    by_range = [dict(zip(side.ranges, side.estimates, strict=True)) for side in (base, new)]
+    pairs = [
+        Pair(_range_name(*key), _real(by_range[0].get(key)), _real(by_range[1].get(key)))
+        for key in sorted(set(by_range[0]) | set(by_range[1]))
+    ]
+    totals = [
+        None if None in side.estimates else sum(e for e in side.estimates if e is not None) for side in (base, new)
+    ]
+    if base.estimates or new.estimates:
+        pairs.append(Pair("total", _real(totals[0]), _real(totals[1])))
+    return pairs
+
+
+def _real(value: int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def compare(
+    base_path: str | os.PathLike[str],
+    new_path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    max_regression: float | None = None,
+) -> Comparison:
+    """Compare the two inputs (module docstring). Raises CompareError for inputs of two kinds, and, unless
+    `force`, for two that are not comparable, naming both paths and what differs."""
+    base, new = read_side(base_path), read_side(new_path)
+    if base.kind != new.kind:
+        raise CompareError(
+            f"{base.path} is a {base.kind} and {new.path} a {new.kind}; compare two of one kind",
+        )
+    refusals = _refusals(base, new)
+    if refusals and not force:
+        raise CompareError(f"not comparable: {refusals[0]}", hint="--force compares them anyway")
+    names = {name: None for name in [*base.options, *new.options]}
+    options = tuple(
+        (name, base.options.get(name), new.options.get(name))
+        for name in names
+        if base.options.get(name) != new.options.get(name)
+    )
+    base_figures = {figure.name: figure for figure in base.figures}
+    new_figures = {figure.name: figure for figure in new.figures}
+    measurements = tuple(
+        (name, base_figures.get(name), new_figures.get(name))
+        for name in {name: None for name in [*base_figures, *new_figures]}
+    )
+    comparison = Comparison(
+        base=base,
+        new=new,
+        refusals=tuple(refusals),
+        options=options,
+        estimates=tuple(_estimate_pairs(base, new)),
+        measurements=measurements,
+        memory=tuple(Pair(name, base.memory.get(name), new.memory.get(name)) for name in new.memory or base.memory),
+        max_regression=max_regression,
+    )
+    if max_regression is None:
+        return comparison
+    regressions = tuple(
+        pair for pair in [*comparison.estimates, *comparison.measured_pairs()] if pair.regresses(max_regression)
+    )
+    return replace(comparison, regressions=regressions)
+
+
+def _number(value: float | None, kind: str = "counter") -> str:
+    if value is None:
+        return "-"
+    if kind == "counter" and float(value).is_integer():
+        return str(int(value))
+    return f"{value:.6g}"
+
+
+def _signed(value: float | None, kind: str = "counter") -> str:
+    if value is None:
+        return "-"
+    text = _number(value, kind)
+    return text if text.startswith("-") else f"+{text}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f}%"
+
+
+def _spread(figure: Figure | None) -> str:
+    if figure is None:
+        return "-"
+    fraction = figure.spread_fraction
+    share = "" if fraction is None else f" ({100 * fraction:.1f}%{' !' if figure.unsteady else ''})"
+    return f"{_number(figure.spread, figure.kind)}{share}"
+
+
+def _tables(comparison: Comparison) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of every table of the comparison, in order."""
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+    if comparison.options:
+        tables.append(
+            (
+                "options that differ",
+                ["option", "base", "new"],
+                [[name, base or "-", new or "-"] for name, base, new in comparison.options],
+            )
+        )
+    tables.append(
+        (
+            "estimates (Vela's estimated cycles, not measurements)",
+            ["segment", "base", "new", "delta", "percent"],
+            [
+                [pair.name, _number(pair.base), _number(pair.new), _signed(pair.delta), _percent(pair.percent)]
+                for pair in comparison.estimates
+            ],
+        )
+    )
+    if comparison.memory:
+        tables.append(
+            (
+                "memory (Vela's allocation for the compiled model, KiB)",
+                ["memory", "base", "new", "delta", "percent"],
+                [
+                    [
+                        pair.name,
+                        _number(pair.base, "float"),
+                        _number(pair.new, "float"),
+                        _signed(pair.delta, "float"),
+                        _percent(pair.percent),
+                    ]
+                    for pair in comparison.memory
+                ],
+            )
+        )
+    if comparison.base.kind == BUNDLE:
+        rows = []
+        for pair, (_, base, new) in zip(comparison.measured_pairs(), comparison.measurements, strict=True):
+            kind = (base or new).kind if (base or new) is not None else "float"
+            rows.append(
+                [
+                    pair.name,
+                    _number(pair.base, kind),
+                    _number(pair.new, kind),
+                    _signed(pair.delta, kind),
+                    _percent(pair.percent),
+                    _spread(base),
+                    _spread(new),
+                ]
+            )
+        tables.append(
+            (
+                "measurements (median of the samples; spread = max - min, ! above 10% of the median)",
+                ["figure", "base median", "new median", "delta", "percent", "base spread", "new spread"],
+                rows,
+            )
+        )
+    return tables
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    lines = [header, ["-" * width for width in widths], *rows]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
+
+
+def _verdict(comparison: Comparison) -> list[str]:
+    if comparison.max_regression is None:
+        return []
+    limit = f"{comparison.max_regression:g}%"
+    if not comparison.regressions:
+        return [f"no figure regresses by more than {limit}"]
+    lines = [f"{len(comparison.regressions)} figure(s) regress by more than {limit}:"]
+    lines.extend(f"  {pair.name}: {_percent(pair.percent)}" for pair in comparison.regressions)
+    return lines
+
+
+def format_comparison(comparison: Comparison, fmt: str = "text") -> str:
+    """The comparison for the terminal (`text`), as Markdown for a CI comment (`md`) or as canonical JSON
+    (`json`); a figure a side lacks is `-` (null in JSON). CompareError for another format."""
+    if fmt not in FORMATS:
+        raise CompareError(f"compare --format: found {fmt!r}, expected one of {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json_text(comparison.to_json())
+    markdown = fmt == "md"
+    lines = [
+        f"{'## ' if markdown else ''}compare {comparison.base.path} -> {comparison.new.path}",
+    ]
+    for refusal in comparison.refusals:
+        lines.append(f"{'> ' if markdown else ''}not comparable (forced): {refusal}")
+    for title, header, rows in _tables(comparison):
+        lines.append("")
+        if markdown:
+            lines.append(f"### {title}")
+            lines.append("")
+            lines.append("| " + " | ".join(header) + " |")
+            lines.append("|" + "|".join("---" for _ in header) + "|")
+            lines.extend("| " + " | ".join(row) + " |" for row in rows)
+        else:
+            lines.append(title)
+            lines.extend(_text_table(header, rows) if rows else ["  (none)"])
+    verdict = _verdict(comparison)
+    if verdict:
+        lines.append("")
+        lines.extend(verdict)
+    return "\n".join(lines) + "\n"

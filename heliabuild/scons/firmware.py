@@ -1,0 +1,227 @@
+"""The firmware of the qemu-m55 backend in SCons: one firmware library per target, and per pipeline its
+generated module, its policy source and its ELF (docs/scons.md, "Firmware").
+
+    library = firmware_library(env)                                    # shared, built once
+    module = env.HeliaFirmwareModule('build/kws/firmware/kws_model.c', ['kws_fenced.tflite', 'kws_plan.json'])
+    elf = link_firmware(env, 'build/kws/runner/firmware.elf', [module[0], config_source], library)
+    # every source's folder is on the include path, so helia_firmware.c finds the module's header
+
+Contract:
+
+- `firmware_library(env, target)` compiles heliabuild's kernels, the harness and the target's startup with
+  arm-none-eabi-gcc into `$HELIA_FIRMWARE_DIR/<target>/libheliafirmware.a` (default
+  `#build/heliabuild-firmware`), one SCons target for the whole library. Every pipeline of the build shares
+  the one node, so the library is built once for any number of pipelines; it and the ELFs are ordinary SCons
+  targets, so a CacheDir stores and serves them. The toolchain's version is a dependency (a Value node):
+  another compiler rebuilds everything.
+- HeliaFirmwareModule: sources the model and its AOT plan; targets `<dir>/<prefix>_model.c` (give it),
+  `_model.h` and `_layout.json` (added); `heliabuild.codegen.generate_module` writes them.
+- `link_firmware(env, elf, sources, library)`: the objects of `sources` and the ELF, linked with the
+  target's linker script.
+
+The cross environment is a new one with the caller's CacheDir and progress lines, and nothing else of the
+host build: no flag, define or library of the user's environment leaks into the firmware.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from SCons.Action import Action
+from SCons.Builder import Builder
+from SCons.Environment import Base as Environment
+from SCons.Node import Node
+
+from heliabuild.errors import FirmwareError, HeliaError
+from heliabuild.scons.messages import configuration_error, stage_comstr, stage_failed
+from heliabuild.scons.signatures import add_stage_dependencies
+
+MODULE_BUILDER_NAME = "HeliaFirmwareModule"
+FIRMWARE_STAGE = "firmware"
+FIRMWARE_DIR = "HELIA_FIRMWARE_DIR"
+FIRMWARE_TARGET = "HELIA_FIRMWARE_TARGET"
+PREFIX = "HELIA_FIRMWARE_PREFIX"
+FIRMWARE_COMSTR = "HELIA_FIRMWARECOMSTR"
+COMPILE_COMSTR = "HELIA_FIRMWARECCCOMSTR"
+LINK_COMSTR = "HELIA_FIRMWARELINKCOMSTR"
+
+DEFAULTS: dict[str, object] = {
+    FIRMWARE_DIR: "#build/heliabuild-firmware",
+    FIRMWARE_TARGET: "mps3_an547",
+    FIRMWARE_COMSTR: stage_comstr(FIRMWARE_STAGE),
+    COMPILE_COMSTR: "heliabuild: firmware-cc $TARGET",
+    LINK_COMSTR: "heliabuild: firmware-link $TARGET",
+}
+"""Construction variables the tool sets with env.SetDefault."""
+
+_CROSS: dict[tuple[object, ...], Environment] = {}
+"""One cross environment per (CacheDir, progress lines) in a run."""
+
+_LIBRARIES: dict[str, Node] = {}
+"""Library path -> its node, so every pipeline of one SCons run shares the one library target."""
+
+
+def missing_tools() -> list[str]:
+    """The Debian packages the qemu-m55 backend needs whose tools are not on PATH (empty when all are)."""
+    import shutil
+
+    needed = (
+        ("arm-none-eabi-gcc", "gcc-arm-none-eabi libnewlib-arm-none-eabi"),
+        ("qemu-system-arm", "qemu-system-arm"),
+    )
+    return [package for tool, package in needed if shutil.which(tool) is None]
+
+
+def _toolchain_version() -> str:
+    from heliabuild.firmware.toolchain import toolchain_version
+
+    try:
+        return toolchain_version()
+    except FirmwareError:
+        return "not-installed"
+
+
+def cross_environment(env: Environment) -> Environment:
+    """An environment for arm-none-eabi-gcc with heliabuild's flags (module docstring), with the caller's
+    CacheDir and progress lines; one per CacheDir in a run."""
+    from SCons.Environment import Environment as new_environment
+
+    from heliabuild.firmware.build import include_dirs
+    from heliabuild.firmware.toolchain import ARM_GCC, C_FLAGS, CPU_FLAGS, LINK_FLAGS
+
+    cache = env.get_CacheDir().path
+    key = (cache, env.get(COMPILE_COMSTR), env.get(LINK_COMSTR))
+    known = _CROSS.get(key)
+    if known is not None:
+        return known
+    arm = new_environment(
+        tools=["cc", "ar", "link"],
+        ENV={"PATH": os.environ.get("PATH", os.defpath)},
+        CC=ARM_GCC,
+        AR=f"{ARM_GCC.removesuffix('gcc')}ar",
+        ARFLAGS=["rcsD"],
+        LINK=ARM_GCC,
+        CCFLAGS=[*CPU_FLAGS, *C_FLAGS],
+        CPPPATH=[str(path) for path in include_dirs()],
+        LINKFLAGS=[*CPU_FLAGS, *LINK_FLAGS],
+        PROGSUFFIX=".elf",
+        # No C scanner: the headers are known (heliabuild's own, and the generated module's), each a dependency
+        # by content, so a no-op build does not parse every source for its includes.
+        SCANNERS=[],
+        CCCOMSTR=env.get(COMPILE_COMSTR),
+        LINKCOMSTR=env.get(LINK_COMSTR),
+        HELIA_FIRMWARELINKCOMSTR=env.get(LINK_COMSTR),
+        HELIA_FIRMWARECCCOMSTR=env.get(COMPILE_COMSTR),
+    )
+    arm.CacheDir(cache)
+    _CROSS[key] = arm
+    return arm
+
+
+def _header_nodes(env: Environment) -> list[Node]:
+    from heliabuild.firmware.build import headers
+
+    return [env.File(str(path)) for path in headers()]
+
+
+def _generated_headers(sources: Sequence[Node]) -> list[Node]:
+    """The headers of the generated modules among `sources` (`<prefix>_model.c` beside `<prefix>_model.h`)."""
+    return [
+        source.dir.File(source.name.removesuffix(".c") + ".h") for source in sources if source.name.endswith("_model.c")
+    ]
+
+
+def firmware_library(env: Environment, target: str | None = None) -> Node:
+    """The shared firmware library node of `target` (default `$HELIA_FIRMWARE_TARGET`)."""
+    from heliabuild.firmware.build import LIBRARY_NAME, library_sources
+
+    name = target or env.subst(f"${FIRMWARE_TARGET}")
+    folder = env.Dir(env.subst(f"${FIRMWARE_DIR}")).Dir(name)
+    library = folder.File(LIBRARY_NAME)
+    known = _LIBRARIES.get(library.get_abspath())
+    if known is not None:
+        return known
+    arm = cross_environment(env)
+    sources = [env.File(str(source)) for source in library_sources(name)]
+    # One target for the whole library: a no-op build checks one node instead of one per object, and a CacheDir
+    # stores and serves it whole.
+    node = arm.Command(library, sources, Action(_library_action, cmdstr=f"${COMPILE_COMSTR}"))[0]
+    arm.Depends(node, [env.Value(f"firmware toolchain {_toolchain_version()}"), *_header_nodes(env)])
+    _LIBRARIES[library.get_abspath()] = node
+    return node
+
+
+def _library_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Compile and archive the firmware library (heliabuild.firmware.build.compile_library)."""
+    import tempfile
+
+    from heliabuild.firmware.build import compile_library
+
+    library = Path(target[0].get_abspath())
+    try:
+        with tempfile.TemporaryDirectory(prefix=".objects-", dir=library.parent) as objects:
+            compile_library([Path(node.get_abspath()) for node in source], library, Path(objects))
+    except HeliaError as error:
+        return stage_failed(error, target)
+    return 0
+
+
+def link_firmware(
+    env: Environment, elf: str | Node, sources: Sequence[Node], library: Node, include_dirs: Sequence[Node] = ()
+) -> Node:
+    """The ELF node linked from `sources` (compiled beside the ELF, in `objects/`, with `include_dirs` and each
+    source's own folder on the include path) and `library`."""
+    from heliabuild.firmware import C_SOURCE_DIR
+    from heliabuild.firmware.build import target as firmware_target
+
+    arm = cross_environment(env)
+    node = env.File(elf)
+    objects = []
+    folders = list(dict.fromkeys([*(source.dir for source in sources), *include_dirs]))
+    for source in sources:
+        target = node.dir.Dir("objects").File(f"{Path(source.name).stem}.o")
+        objects.append(arm.Object(target, source, CPPPATH=[*folders, *arm["CPPPATH"]])[0])
+    generated = _generated_headers(sources)
+    arm.Depends(objects, [env.Value(f"firmware toolchain {_toolchain_version()}"), *_header_nodes(env), *generated])
+    script = C_SOURCE_DIR / firmware_target(env.subst(f"${FIRMWARE_TARGET}")).linker_script
+    # The script's path is machine-specific; its content is a dependency instead (`$( $)` keeps the path out of
+    # the action's signature, so a CacheDir serves the ELF to another checkout).
+    program = arm.Program(node, [*objects, library], LINKFLAGS=[*arm["LINKFLAGS"], "$(", f"-T{script}", "$)"])[0]
+    arm.Depends(program, env.File(str(script)))
+    return program
+
+
+def module_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+    """Check the call: one `<prefix>_model.c` target, sources the model and its `_plan.json`."""
+    prefix = env.subst(f"${PREFIX}")
+    expected = f"{prefix}_model.c"
+    if len(target) != 1 or target[0].name != expected:
+        raise configuration_error(MODULE_BUILDER_NAME, target, f"give one target, <folder>/{expected}")
+    if len(source) != 2 or not source[0].name.endswith(".tflite") or not source[1].name.endswith("_plan.json"):
+        raise configuration_error(
+            MODULE_BUILDER_NAME, target[0], "sources are the model and its AOT plan (<prefix>_plan.json), in order"
+        )
+    folder = target[0].dir
+    targets = [target[0], folder.File(f"{prefix}_model.h"), folder.File(f"{prefix}_layout.json")]
+    add_stage_dependencies(env, targets)
+    return targets, source
+
+
+def module_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Generate the module with heliabuild.codegen.generate_module."""
+    from heliabuild.codegen.module import generate_module
+
+    try:
+        generate_module(
+            source[0].get_abspath(), source[1].get_abspath(), env.subst(f"${PREFIX}"), target[0].dir.get_abspath()
+        )
+    except HeliaError as error:
+        return stage_failed(error, target)
+    return 0
+
+
+def module_builder() -> Builder:
+    """A new HeliaFirmwareModule builder (module docstring)."""
+    return Builder(action=Action(module_action, cmdstr=f"${FIRMWARE_COMSTR}", varlist=[PREFIX]), emitter=module_emitter)

@@ -1,0 +1,68 @@
+"""Rebuilding a heliabuild target whose file is no longer what SCons built.
+
+SCons's `content` decider compares a target's dependencies with what they
+were when the target was built, never the target itself: a compiled model
+overwritten with another pipeline's, a plan cut short or a garbage sidecar
+is reported up to date, and the next stage builds on it. Every heliabuild
+target therefore also depends on one Value node, the integrity node, whose
+decider (`target_changed`) answers "changed" when the target's own content
+signature differs from the one SCons stored for it when it built it (or the
+target is missing). SCons then rebuilds the target, so a corrupted
+intermediate file is rebuilt by the next `scons`, and `scons --debug=explain`
+names the integrity node as what changed.
+
+A target may carry one more check (set_verifier): HeliaRun's `result.json`
+verifies the whole result bundle against its manifest, so a tampered file
+the builder could not declare (a per-sample output) reruns the run stage too.
+
+The check costs one content signature per target on a no-op build, which
+SCons computes anyway for every target a later stage reads; the signature is
+memoized for the run and refreshed after a rebuild (SCons clears a target's
+node info once it is built), so a rebuilt target is not reported again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from SCons.Environment import Base as Environment
+from SCons.Node import Node, NodeInfoBase
+
+INTEGRITY_VALUE = "heliabuild: target content as built"
+"""The integrity node's value; `scons --debug=explain` names it when a target was corrupted."""
+
+_VERIFIER = "helia_verifier"
+"""Attribute of a target's `attributes`: a further check of the target (set_verifier)."""
+
+Verifier = Callable[[Node], bool]
+
+
+def target_is_intact(target: Node) -> bool:
+    """Whether `target` exists, its content signature is the one SCons stored when it built it, and its
+    verifier (if any) accepts it. A target SCons stored no signature for (never built) counts as intact:
+    SCons rebuilds it anyway, for want of build information."""
+    if not target.exists():
+        return False
+    stored = getattr(target.get_stored_info().ninfo, "csig", None)
+    if stored is not None and stored != target.get_csig():
+        return False
+    verifier: Verifier | None = getattr(target.attributes, _VERIFIER, None)
+    return verifier is None or verifier(target)
+
+
+def target_changed(node: Node, target: Node, prev_ni: NodeInfoBase | None, repo_node: Node | None = None) -> bool:
+    """The integrity node's decider: True when the node's value changed (as for any Value node), or when
+    `target` is not intact (target_is_intact)."""
+    return node.get_csig() != getattr(prev_ni, "csig", None) or not target_is_intact(target)
+
+
+def integrity_node(env: Environment) -> Node:
+    """The integrity node (one per SCons run: Value nodes are shared by value), its decider set."""
+    node = env.Value(INTEGRITY_VALUE)
+    node.Decider(target_changed)
+    return node
+
+
+def set_verifier(target: Node, verifier: Verifier) -> None:
+    """Give `target` a further check: `verifier(target)` is False when the target must be rebuilt."""
+    setattr(target.attributes, _VERIFIER, verifier)

@@ -1,0 +1,252 @@
+"""`heliabuild compare BASE NEW`: real bundles of the synthetic chain (runner, then run), hand-made bundles
+with chosen samples (heliabuild.results.bundle.write_bundle) for deltas and --max-regression, and two Vela
+segments.json; the refusals (another model, another segment layout, two kinds) and --force."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.checks import assert_one_line_error
+
+from heliabuild.fence import rewrite_model_with_fences
+from heliabuild.model import save_model
+from heliabuild.results.bundle import Sample, signatures_of, write_bundle
+from heliabuild.results.compare import CompareError, compare
+from heliabuild.results.receipt import Receipt
+from heliabuild.runner.freeze import RUNNER_FILE
+from heliabuild.synth import chain_network
+from heliabuild.vela import compile
+
+MODEL_A = "a" * 64
+MODEL_B = "b" * 64
+SEGMENTS = [
+    {"index": 0, "op_range_start": 0, "op_range_end": 3, "estimated_cycles": 1000},
+    {"index": 1, "op_range_start": 4, "op_range_end": 8, "estimated_cycles": 500},
+]
+
+
+def hand_made(
+    target: Path,
+    latencies: list[float],
+    *,
+    model: str = MODEL_A,
+    segments: list[dict[str, Any]] | None = None,
+    traffic: int | None = None,
+    policy: dict[str, Any] | None = None,
+    segment_latencies: list[list[float]] | None = None,
+) -> Path:
+    """A verified bundle of one measured sample per latency (seconds), with `traffic` beats in each and the
+    sample's per-segment latencies when given."""
+    samples, outputs = [], []
+    for index, latency in enumerate(latencies):
+        out = [("out", bytes([index]))]
+        samples.append(
+            Sample(
+                index=index,
+                cycles=None,
+                traffic_beats=traffic,
+                latency_s=latency,
+                signatures=signatures_of(out),
+                segment_latency_s=None if segment_latencies is None else segment_latencies[index],
+            )
+        )
+        outputs.append(out)
+    count = len(latencies)
+    write_bundle(
+        target,
+        runner_info={"sha256": "c" * 64, "format": 2},
+        run_identity={
+            "runner_sha256": "c" * 64,
+            "model_sha256": model,
+            "backend": "litert",
+            "policy": policy or {"state": "carry", "warmup_invokes": 0, "measured_invokes": count},
+        },
+        receipt=Receipt(
+            state="carry",
+            warmup_invokes=0,
+            measured_invokes=count,
+            initialization="interpreter_allocate_and_first_invoke",
+            call_once_present=False,
+        ),
+        samples=samples,
+        output_bytes=outputs,
+        segments=SEGMENTS if segments is None else segments,
+        provider_versions={"ai-edge-litert": "1.2.0", "heliabuild": "0.1.0"},
+        created_at=None,
+    )
+    return target
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two runs of one runner of the chain fenced after 3 and 6, one run of the chain fenced after 2 and 6,
+    and the segments.json of the first fenced model compiled for two accelerators."""
+    from heliabuild.cli import main
+
+    folder = tmp_path_factory.mktemp("compare")
+    model = folder / "chain.tflite"
+    save_model(chain_network(0), model)
+    found: dict[str, Path] = {}
+    for name, fences in (("a", [3, 6]), ("b", [2, 6])):
+        fenced = folder / f"chain_{name}.tflite"
+        sidecar = rewrite_model_with_fences(model, fences).save(fenced)
+        vela = compile(fenced, folder / f"vela_{name}")
+        found[f"segments_{name}"] = Path(vela.segments_json)
+        runner = folder / f"runner_{name}"
+        argv = ["runner", "--model", fenced, "--sidecar", sidecar, "--segments", vela.segments_json, "-o", runner]
+        assert main([str(a) for a in argv]) == 0
+        runs = ("1", "2") if name == "a" else ("1",)
+        for run in runs:
+            found[f"bundle_{name}{run}"] = folder / f"result_{name}{run}"
+            assert main(["run", str(runner / RUNNER_FILE), "-o", str(found[f"bundle_{name}{run}"])]) == 0
+    found["segments_u55_256"] = Path(
+        compile(folder / "chain_a.tflite", folder / "vela_u55_256", accelerator="ethos-u55-256").segments_json
+    )
+    return found
+
+
+def test_two_runs_of_one_runner_compare_estimates_and_measurements(cli, real: dict[str, Path]) -> None:
+    result = cli("compare", real["bundle_a1"], real["bundle_a2"])
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0] == f"compare {real['bundle_a1']} -> {real['bundle_a2']}"
+    assert "options that differ" not in result.out  # one runner: the same options
+    assert "estimates (Vela's estimated cycles, not measurements)" in lines
+    estimates = [line.split() for line in lines if line.startswith(("  ops ", "  total"))]
+    assert [row[1] for row in estimates[:3]] == ["0..3", "4..6", "7..8"] and estimates[3][0] == "total"
+    assert all(row[-2:] == ["+0", "+0.00%"] for row in estimates)  # the same estimate on both sides
+    measured = [line.split() for line in lines if line.startswith("  latency_s")]
+    # figure, two medians, delta, percent, and each side's spread with its share of the median
+    assert len(measured) == 1 and len(measured[0]) == 9 and measured[0][5:7] == ["0", "(0.0%)"]
+
+
+def test_another_segment_layout_is_refused_unless_forced(cli, real: dict[str, Path]) -> None:
+    result = cli("compare", real["bundle_a1"], real["bundle_b1"])
+    line = assert_one_line_error(result, "not comparable: another segment layout:", "--force compares them anyway")
+    assert f"{real['bundle_a1']} has ops 0..3, ops 4..6, ops 7..8" in line
+    assert f"{real['bundle_b1']} has ops 0..2, ops 3..6, ops 7..8" in line
+    assert result.out == ""
+
+    forced = cli("compare", real["bundle_a1"], real["bundle_b1"], "--force")
+    assert forced.code == 0, forced.err
+    assert forced.out.splitlines()[1].startswith("not comparable (forced): another segment layout:")
+    assert "  fences  3,6   2,6" in forced.out  # the options that differ
+    rows = {line.split()[1]: line.split() for line in forced.out.splitlines() if line.startswith("  ops ")}
+    assert rows["0..3"][3] == "-" and rows["0..2"][2] == "-" and rows["7..8"][4] != "-"  # paired by range
+
+
+def test_another_model_is_refused_unless_forced(cli, tmp_path: Path) -> None:
+    base = hand_made(tmp_path / "base", [0.001, 0.001])
+    other = hand_made(tmp_path / "other", [0.001, 0.001], model=MODEL_B)
+    line = assert_one_line_error(cli("compare", base, other), "not comparable: another model:")
+    assert f"{base} is of model sha256 {MODEL_A}, {other} of model sha256 {MODEL_B}" in line
+    forced = cli("compare", base, other, "--force", "--format", "json")
+    assert forced.code == 0, forced.err
+    document = json.loads(forced.out)
+    assert document["comparable"] is False and document["refusals"][0].startswith("another model:")
+
+
+def test_deltas_percent_and_max_regression(cli, tmp_path: Path) -> None:
+    base = hand_made(tmp_path / "base", [0.001, 0.001, 0.001])
+    slower = hand_made(tmp_path / "slower", [0.0012, 0.0012, 0.0012])
+    result = cli("compare", base, slower, "--max-regression", "10")
+    assert result.code == 1, result.err
+    assert "  latency_s  0.001        0.0012      +0.0002  +20.00%  0 (0.0%)     0 (0.0%)" in result.out
+    assert result.out.endswith("1 figure(s) regress by more than 10%:\n  latency_s: +20.00%\n")
+    within = cli("compare", base, slower, "--max-regression", "25")
+    assert within.code == 0 and within.out.endswith("no figure regresses by more than 25%\n")
+    faster = cli("compare", slower, base, "--max-regression", "0")
+    assert faster.code == 0 and "-16.67%" in faster.out  # an improvement is no regression
+    # the estimates regress too: a segment's estimated cycles grew by 20%
+    grown = [dict(SEGMENTS[0], estimated_cycles=1200), SEGMENTS[1]]
+    estimate = hand_made(tmp_path / "estimate", [0.001, 0.001, 0.001], segments=grown)
+    regressed = cli("compare", base, estimate, "--max-regression", "10", "--format", "json")
+    assert regressed.code == 1
+    names = [pair["name"] for pair in json.loads(regressed.out)["regressions"]]
+    assert names == ["ops 0..3", "total"]
+
+
+def test_median_spread_and_a_counter_only_one_side_has(cli, tmp_path: Path) -> None:
+    base = hand_made(tmp_path / "base", [0.001, 0.003, 0.0011])
+    new = hand_made(tmp_path / "new", [0.001, 0.0011, 0.0011], traffic=4000)
+    document = json.loads(cli("compare", base, new, "--format", "json").out)
+    figures = {entry["name"]: entry for entry in document["measurements"]}
+    assert figures["latency_s"]["base"]["median"] == 0.0011 and figures["latency_s"]["base"]["unsteady"] is True
+    assert figures["latency_s"]["base"]["spread"] == pytest.approx(0.002)
+    assert figures["latency_s"]["new"]["unsteady"] is False
+    assert figures["traffic_beats"]["base"] is None and figures["traffic_beats"]["new"]["median"] == 4000
+    assert figures["traffic_beats"]["delta"] is None and figures["traffic_beats"]["percent"] is None
+    text = cli("compare", base, new).out
+    assert "  traffic_beats  -            4000" in text
+    assert "(181.8% !)" in text  # the base's spread, flagged above 10% of its median
+
+
+def test_policy_options_that_differ_are_listed(cli, tmp_path: Path) -> None:
+    base = hand_made(tmp_path / "base", [0.001, 0.001])
+    policy = {"state": "reset", "warmup_invokes": 0, "measured_invokes": 2}
+    new = hand_made(tmp_path / "new", [0.001, 0.001], policy=policy)
+    text = cli("compare", base, new).out
+    assert "options that differ\n  option        base   new\n" in text
+    assert "  policy.state  carry  reset\n" in text
+
+
+def test_markdown_for_a_ci_comment(cli, tmp_path: Path) -> None:
+    base = hand_made(tmp_path / "base", [0.001, 0.001])
+    new = hand_made(tmp_path / "new", [0.0011, 0.0011])
+    text = cli("compare", base, new, "--format", "md").out
+    assert text.startswith(f"## compare {base} -> {new}\n")
+    assert (
+        "### estimates (Vela's estimated cycles, not measurements)\n\n| segment | base | new | delta | percent |\n"
+        in text
+    )
+    assert "| ops 0..3 | 1000 | 1000 | +0 | +0.00% |\n" in text
+    assert "| latency_s | 0.001 | 0.0011 | +0.0001 | +10.00% | 0 (0.0%) | 0 (0.0%) |\n" in text
+
+
+def test_output_is_deterministic(cli, tmp_path: Path) -> None:
+    base = hand_made(tmp_path / "base", [0.001, 0.002])
+    new = hand_made(tmp_path / "new", [0.0015, 0.002])
+    for fmt in ("text", "md", "json"):
+        assert cli("compare", base, new, "--format", fmt).out == cli("compare", base, new, "--format", fmt).out
+
+
+def test_two_segments_json_compare_vela_options_and_estimates(cli, real: dict[str, Path]) -> None:
+    result = cli("compare", real["segments_a"], real["segments_u55_256"])
+    assert result.code == 0, result.err
+    assert "  accelerator  ethos-u55-128  ethos-u55-256" in result.out
+    assert "measurements (" not in result.out  # Vela's outputs hold estimates only
+    assert "memory (Vela's allocation for the compiled model, KiB)\n" in result.out
+    memory = {
+        entry["name"]: entry
+        for entry in json.loads(cli("compare", real["segments_a"], real["segments_u55_256"], "--format", "json").out)[
+            "memory"
+        ]
+    }
+    assert set(memory) == {"sram_memory_used_kib", "off_chip_flash_memory_used_kib"}
+    assert all(entry["base"] is not None and entry["new"] is not None for entry in memory.values())
+    layout = cli("compare", real["segments_a"], real["segments_b"])
+    assert_one_line_error(layout, "another segment layout")
+
+
+def test_two_kinds_or_a_bad_input_exit_2(cli, real: dict[str, Path], tmp_path: Path) -> None:
+    assert_one_line_error(
+        cli("compare", real["bundle_a1"], real["segments_a"]), "is a bundle", "a segments; compare two of one kind"
+    )
+    assert_one_line_error(cli("compare", real["bundle_a1"], tmp_path / "missing"), "missing")
+    assert_one_line_error(cli("compare", real["bundle_a1"], real["bundle_a2"], "--max-regression", "x"), "percent")
+    tampered = tmp_path / "tampered"
+    for path in real["bundle_a2"].rglob("*"):
+        if path.is_file():
+            (tampered / path.relative_to(real["bundle_a2"])).parent.mkdir(parents=True, exist_ok=True)
+            (tampered / path.relative_to(real["bundle_a2"])).write_bytes(path.read_bytes())
+    (tampered / "run_summary.csv").write_text("index\n", encoding="utf-8")
+    assert_one_line_error(cli("compare", real["bundle_a1"], tampered), "run_summary.csv")
+
+
+def test_the_library_raises_compare_error(real: dict[str, Path]) -> None:
+    with pytest.raises(CompareError, match="another segment layout"):
+        compare(real["bundle_a1"], real["bundle_b1"])
+    assert compare(real["bundle_a1"], real["bundle_b1"], force=True).refusals
