@@ -96,7 +96,7 @@ def sizes(elf: Path) -> tuple[int, int, int]:
 
 SCONSTRUCT = """\
 import json
-env = Environment(tools=["default", "heliabuild"], toolpath=[{site_tools!r}])
+env = Environment(tools=["default", "helia"], toolpath=[{site_tools!r}])
 for name, options in json.load(open("options.json")).items():
     env.HeliaPipeline(name, options.pop("model"), build_dir="build/" + name, **options)
 """

@@ -36,7 +36,7 @@ UP_TO_DATE = "is up to date"
 
 HELIA_SCONSTRUCT = """\
 SetOption("hash_format", "sha256")
-env = Environment(tools=["heliabuild"], toolpath=["site_scons/site_tools"])
+env = Environment(tools=["helia"], toolpath=["site_scons/site_tools"])
 env.Decider("content")
 for index in range({pipelines}):
     name = f"p{{index:03d}}"

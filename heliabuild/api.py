@@ -38,6 +38,8 @@ EXTENSION = "helia-estimator"
 # The host backend (litert) reports Vela's per-segment estimate as its cycles, not NPU counters.
 _HOST_COUNTER_SCOPE = "vela_estimate"
 _NPU_COUNTER_SCOPE = "npu_callbacks"
+_TARGET_RUNTIMES = frozenset({"tflm"})
+"""Interpreters that run on a target and count NPU callbacks (the fvp backend's prebuilt runner)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,9 @@ def acquisition_facts(result: Result) -> AcquisitionFacts | None:
         first_invoke_initializer=first_invoke_initializer,
         first_invoke_window="warmup" if receipt.warmup_invokes > 0 else "measured",
         instance_boundary="boot",
-        counter_scope=_HOST_COUNTER_SCOPE if result.runtime in INTERPRETER_RUNTIMES else _NPU_COUNTER_SCOPE,
+        counter_scope=_HOST_COUNTER_SCOPE
+        if result.runtime in INTERPRETER_RUNTIMES - _TARGET_RUNTIMES
+        else _NPU_COUNTER_SCOPE,
         cpu_timing_scope="invoke_only",
     )
 

@@ -134,6 +134,7 @@ def _vela_keywords(args: argparse.Namespace) -> dict[str, object]:
         "memory_mode": args.memory_mode,
         "config": args.config or (),
         "optimise": args.optimise,
+        "extra_args": args.vela_args,
     }
 
 
@@ -154,12 +155,12 @@ def _command_vela(args: argparse.Namespace) -> int:
     return 0
 
 
-_VELA_OPTIONS = ("accelerator_config", "system_config", "memory_mode", "config", "optimise")
+_VELA_OPTIONS = ("accelerator_config", "system_config", "memory_mode", "config", "optimise", "vela_args")
 
 
 def _command_plan_fences(args: argparse.Namespace) -> int:
-    from heliabuild.fence import plan_fences
     from heliabuild.files import write_json
+    from heliabuild.planning import plan_fences
     from heliabuild.vela import compile
 
     check_outputs(
@@ -168,9 +169,9 @@ def _command_plan_fences(args: argparse.Namespace) -> int:
     )
     warnings: tuple[str, ...] = ()
     if args.per_layer is not None:
-        given = [name for name in _VELA_OPTIONS if getattr(args, name) is not None]
+        given = [name for name in _VELA_OPTIONS if getattr(args, name)]
         if given:
-            option = "--" + given[0].replace("_", "-")
+            option = "-- ARG..." if given[0] == "vela_args" else "--" + given[0].replace("_", "-")
             raise HeliaError(
                 f"{option} is not used with --per-layer: the per-layer CSV already holds Vela's estimate",
                 hint="Give either --per-layer or the Vela options, not both.",
@@ -270,6 +271,7 @@ def _command_runner(args: argparse.Namespace) -> int:
         segments=args.segments,
         aot_plan=args.aot_plan,
         backend=args.backend,
+        **({"fvp_target": args.fvp_target, "fvp_timelimit_s": args.fvp_timelimit} if args.backend == "fvp" else {}),
     )
     print(f"heliabuild: runner {runner_json}")
     return 0
@@ -278,14 +280,17 @@ def _command_runner(args: argparse.Namespace) -> int:
 def _command_run(args: argparse.Namespace) -> int:
     """`run` and `run-build`: the same execution path (heliabuild.runner.lifecycle.run_runner) on a retained
     runner, which is verified (format, schema, file hashes) and never rebuilt; the receipt is checked
-    before the bundle is published."""
-    from heliabuild.results.bundle import check_bundle_target
+    before the bundle is published, and an earlier bundle at RESULT_DIR is kept as RESULT_DIR.previous."""
+    from heliabuild.results.bundle import check_publish_target, previous_path
     from heliabuild.results.reader import load_result
     from heliabuild.runner.lifecycle import run_runner
 
     runner_folder = args.runner if args.runner.is_dir() else args.runner.parent
-    check_outputs([("result bundle", args.output)], [("runner", args.runner), ("runner folder", runner_folder)])
-    check_bundle_target(args.output)  # again when the bundle is published, after the run
+    check_outputs(
+        [("result bundle", args.output), ("previous bundle", previous_path(args.output))],
+        [("runner", args.runner), ("runner folder", runner_folder)],
+    )
+    check_publish_target(args.output)  # again when the bundle is published, after the run
     result_json = run_runner(args.runner, args.output, timeout_s=args.timeout)
     print(f"heliabuild: {args.command} {result_json}")
     result = load_result(result_json.parent)
@@ -376,9 +381,22 @@ def _add_vela_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         type=Path,
         metavar="FILE",
-        help="a Vela configuration .ini file (repeatable; needs --system-config and --memory-mode)",
+        help="a Vela configuration .ini file, or one Vela packages by the name its help gives (Arm/vela.ini); "
+        "repeatable; needs --system-config and --memory-mode",
     )
     parser.add_argument("--optimise", choices=VELA_OPTIMISE_CHOICES, help="Vela's optimisation goal (default: Vela's)")
+
+
+VELA_PASS_THROUGH = ("vela", "plan-fences")
+"""The commands that pass the arguments after `--` to Vela (main)."""
+
+
+def _split_vela_args(argv: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """heliabuild's arguments, and the ones after the first `--`, which go to Vela as they are."""
+    if "--" not in argv:
+        return list(argv), ()
+    at = list(argv).index("--")
+    return list(argv[:at]), tuple(argv[at + 1 :])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -411,13 +429,22 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--seed", type=int, default=0)
     synth.set_defaults(run=_command_synth)
 
-    vela = commands.add_parser("vela", help="compile a model with Vela and estimate each fence segment")
+    vela = commands.add_parser(
+        "vela",
+        help="compile a model with Vela and estimate each fence segment",
+        epilog="Arguments after -- go to Vela as they are (heliabuild vela M -o OUT -- --arena-cache-size 1000), "
+        "except the options heliabuild sets itself (heliabuild.vela.run.OWN_OPTIONS).",
+    )
     vela.add_argument("model", type=Path, help="the .tflite model, fenced or not")
     vela.add_argument("-o", "--output", type=Path, required=True, metavar="OUTDIR", help="the folder to write into")
     _add_vela_options(vela)
     vela.set_defaults(run=_command_vela)
 
-    plan = commands.add_parser("plan-fences", help="plan fences from Vela's estimate and a cycle budget")
+    plan = commands.add_parser(
+        "plan-fences",
+        help="plan fences from Vela's estimate and a cycle budget",
+        epilog="Without --per-layer, arguments after -- go to Vela as they are, as for the vela command.",
+    )
     plan.add_argument("model", type=Path, help="the unfenced .tflite model")
     plan.add_argument("--budget-cycles", type=_positive_int, required=True, metavar="N", help="cycles per segment")
     plan.add_argument(
@@ -477,7 +504,17 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("litert", "qemu-m55", "fvp"),
         default="litert",
         help="litert: the host (default); qemu-m55: heliabuild's AOT firmware on QEMU's Cortex-M55 "
-        "(needs --aot-plan made for mps3_an547 from MODEL); fvp: needs an Arm FVP",
+        "(needs --aot-plan made for mps3_an547 from MODEL); fvp: Vela's model on an Arm Corstone FVP "
+        '(needs --vela-model and --segments; docs/runner.md, "Running on an FVP")',
+    )
+    runner.add_argument(
+        "--fvp-target",
+        metavar="TARGET",
+        help="fvp: corstone-300, corstone-310 or corstone-320, optionally with the NPU configuration "
+        "(corstone-300/ethos-u55-128); default: the platform of the Vela accelerator config's NPU",
+    )
+    runner.add_argument(
+        "--fvp-timelimit", type=int, metavar="SECONDS", help="fvp: the FVP's --timelimit of each job (default 600)"
     )
     runner.add_argument("-o", "--output", type=Path, required=True, metavar="RUNNER_DIR", help="the runner folder")
     runner.set_defaults(run=_command_runner)
@@ -560,15 +597,23 @@ def _complete(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; its exit status (module docstring). An interrupt (SIGINT) prints one line and
-    exits 130; every stage cleans up its temporary files on the way out, so nothing partial is left."""
+    """Run one command; its exit status (module docstring). Arguments after the first `--` go to Vela
+    (VELA_PASS_THROUGH). An interrupt (SIGINT) prints one line and exits 130; every stage cleans up its
+    temporary files on the way out, so nothing partial is left."""
     try:
         parser = build_parser()
         _complete(parser)
-        args = parser.parse_args(argv)
+        own, vela_args = _split_vela_args(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(own)
         if args.command is None:  # bare `heliabuild`: what it can do
             sys.stdout.write(parser.format_help())
             return 0
+        if vela_args and args.command not in VELA_PASS_THROUGH:
+            raise HeliaError(
+                f"{args.command} passes nothing to Vela: the arguments after -- ({' '.join(vela_args)}) are not used",
+                hint=f"only {' and '.join(VELA_PASS_THROUGH)} pass arguments after -- to Vela",
+            )
+        args.vela_args = vela_args
         return args.run(args)
     except KeyboardInterrupt:
         print("heliabuild: interrupted", file=sys.stderr)

@@ -107,3 +107,9 @@ class RunnerError(HeliaError):
 class FirmwareError(HeliaError):
     """A firmware that cannot be built or run, or whose output the host cannot trust: a missing toolchain or
     QEMU, a fault, a timeout, a non-zero exit, or a record stream that is malformed, incomplete or tampered."""
+
+
+class FvpError(HeliaError):
+    """An Arm Corstone FVP run that cannot be set up or trusted (heliabuild.fvp): a missing FVP or prebuilt
+    runner, a Vela accelerator config the target cannot run, or a UART log that reports a failure, a timeout,
+    a fault, no EOT, a cut line or metrics that are missing or contradictory."""

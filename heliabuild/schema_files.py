@@ -1,15 +1,19 @@
-"""JSON Schemas of the files heliabuild writes and reads, and validation against them."""
+"""JSON Schemas of the files heliabuild writes and reads, validation against them, and the one formatter of an
+unknown key in a schema-validated input (`check_keys`)."""
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import jsonschema
 
-from heliabuild.errors import SchemaError
+from heliabuild.documents import shown
+from heliabuild.errors import HeliaError, SchemaError
 
 
 @cache
@@ -37,3 +41,68 @@ def validate(document: Any, schema_name: str, source: str) -> None:
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
         raise SchemaError(f"{source}: {where}: {message_of(error)} (schema {schema_name})")
+
+
+def check_keys(
+    document: Any,
+    schema_name: str,
+    source: str,
+    *,
+    error: type[HeliaError] = SchemaError,
+    index_format: str = ".{}",
+) -> None:
+    """Raise `error` for the first key (in document order) that the schema `schema_name` does not allow where it
+    stands, as `<source>: <path>: unknown key 'x'; did you mean 'y'? (accepts a, b, c)`.
+
+    The keys an object accepts are its schema's `properties`, where the schema closes the object
+    (`additionalProperties: false`); `$ref`s are followed, and an object under `oneOf`/`anyOf` is checked
+    against the one branch that lists properties. `path` joins keys with `.` and list positions with
+    `index_format` (`.{}` gives `operators.0`, `[{}]` gives `inputs[0]`); `(top level)` for the document
+    itself. The suggestion is the nearest accepted key (difflib), left out when none is near. Values of any
+    other type are left to validation."""
+    root = load_schema(schema_name)
+
+    def resolve(schema: Any) -> dict[str, Any]:
+        while isinstance(schema, dict) and str(schema.get("$ref", "")).startswith("#/"):
+            target: Any = root
+            for part in schema["$ref"][2:].split("/"):
+                target = target[part]
+            schema = target
+        return schema if isinstance(schema, dict) else {}
+
+    def object_schema(schema: Any) -> dict[str, Any] | None:
+        schema = resolve(schema)
+        if "properties" in schema:
+            return schema
+        branches = [resolve(b) for b in (*schema.get("oneOf", ()), *schema.get("anyOf", ()))]
+        objects = [b for b in branches if "properties" in b]
+        return objects[0] if len(objects) == 1 else None
+
+    def walk(value: Any, schema: Any, path: str) -> None:
+        if isinstance(value, Mapping):
+            found = object_schema(schema)
+            if found is None:
+                return
+            properties: dict[str, Any] = found["properties"]
+            extra = found.get("additionalProperties", True)
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else str(key)
+                if key in properties:
+                    walk(item, properties[key], where)
+                elif extra is False:
+                    accepted = sorted(properties)
+                    near = difflib.get_close_matches(str(key), accepted, n=1, cutoff=0.6)
+                    suggestion = f"; did you mean {near[0]!r}?" if near else ""
+                    raise error(
+                        f"{source}: {path or '(top level)'}: unknown key {shown(key)}{suggestion} "
+                        f"(accepts {', '.join(accepted)})"
+                    )
+                elif isinstance(extra, dict):
+                    walk(item, extra, where)
+        elif isinstance(value, list):
+            items = resolve(schema).get("items")
+            if isinstance(items, dict):
+                for position, item in enumerate(value):
+                    walk(item, items, path + index_format.format(position))
+
+    walk(document, root, "")

@@ -108,14 +108,27 @@ def test_tensor_rules_merge_field_by_field_later_wins() -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("optimisation: {goal: latency}\n", "(top level): unknown key(s) ['optimisation']"),
-        ("optimization: {goal: latency, speed: 3}\n", "optimization: unknown key(s) ['speed']"),
-        ("operators: [{type: CONV_2D, knob: {kernel: generic}}]\n", "operators.0: unknown key(s) ['knob']"),
+        (
+            "optimisation: {goal: latency}\n",
+            "(top level): unknown key 'optimisation'; did you mean 'optimization'? "
+            "(accepts memory, operators, optimization)",
+        ),
+        (
+            "optimization: {goal: latency, speed: 3}\n",
+            "optimization: unknown key 'speed' (accepts allow_approximate, goal, knobs, plan)",
+        ),
+        (
+            "operators: [{type: CONV_2D, knob: {kernel: generic}}]\n",
+            "operators.0: unknown key 'knob'; did you mean 'knobs'? (accepts id, index, knobs, type)",
+        ),
         (
             "memory: {tensors: [{id: w, residency: stream, where: DTCM}]}\n",
-            "memory.tensors.0: unknown key(s) ['where']",
+            "memory.tensors.0: unknown key 'where' (accepts destination_memory, id, memory, pattern, residency)",
         ),
-        ("memory: {stream_pool: {memory: DTCM, bytes: 64, size: 3}}\n", "memory.stream_pool: unknown key(s) ['size']"),
+        (
+            "memory: {stream_pool: {memory: DTCM, bytes: 64, size: 3}}\n",
+            "memory.stream_pool: unknown key 'size' (accepts alignment, bytes, memory)",
+        ),
         ("optimization: {goal: fastest}\n", "optimization.goal: 'fastest' is not one of"),
         ("optimization: {allow_approximate: maybe}\n", "optimization.allow_approximate: 'maybe' is not of type"),
         ("operators: [{knobs: {kernel: generic}}]\n", "operators.0: the rule selects no operator"),
@@ -151,7 +164,7 @@ def test_unreadable_and_non_json_files(tmp_path: Path) -> None:
 def test_python_arguments_are_validated_the_same_way() -> None:
     with pytest.raises(ConfigError, match=r"<python>: optimization\.goal"):
         AotConfig(goal="fast")
-    with pytest.raises(ConfigError, match=r"operators\.0: unknown key\(s\) \['position'\]"):
+    with pytest.raises(ConfigError, match=r"operators\.0: unknown key 'position' \(accepts id, index, knobs, type\)"):
         AotConfig(operators=[{"position": 1, "knobs": {"kernel": "generic"}}])
     with pytest.raises(ConfigError, match="not a string, number"):
         AotConfig(knobs={"kernel": object()})

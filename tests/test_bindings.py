@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from heliabuild.errors import FenceError, RunnerError
-from heliabuild.fence import plan_fences, rewrite_model_with_fences
+from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.files import sha256_file
 from heliabuild.locks import acquire, is_held, release
 from heliabuild.model import load_model, save_model
+from heliabuild.planning import plan_fences
 from heliabuild.runner.freeze import build_runner
 from heliabuild.synth import chain_network, residual_network
 from heliabuild.vela import compile as vela_compile

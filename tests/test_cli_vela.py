@@ -12,10 +12,11 @@ from helpers.checks import assert_not_written, assert_one_line_error
 from helpers.tflite import mixed_model
 
 from heliabuild.cli import VELA_DEFAULT_ACCELERATOR, VELA_OPTIMISE_CHOICES
-from heliabuild.fence import FencePlan, load_plan, plan_fences, rewrite_model_with_fences
+from heliabuild.fence import FencePlan, load_plan, rewrite_model_with_fences
 from heliabuild.files import json_text
 from heliabuild.model import load_model, model_sha256, save_model
 from heliabuild.model.graph import indices, tensor_name
+from heliabuild.planning import plan_fences
 from heliabuild.schema_files import validate
 from heliabuild.synth import chain_network
 from heliabuild.vela import DEFAULT_ACCELERATOR, compile, output_names
@@ -268,8 +269,8 @@ def test_vela_output_is_a_file(cli, tmp_path: Path, model_file: Path) -> None:
 @pytest.mark.slow
 def test_vela_failure_quotes_vela(cli, tmp_path: Path, model_file: Path) -> None:
     out = tmp_path / "out"
-    result = cli("vela", model_file, "-o", out, "--system-config", "Foo")
-    line = assert_one_line_error(result, "Vela failed", "Section System_Config.Foo not found")
+    result = cli("vela", model_file, "-o", out, "--", "--cpu-tensor-alignment", "3")
+    line = assert_one_line_error(result, "Vela failed", "Invalid argument to --cpu-tensor-alignment = 3")
     assert line.startswith(f"heliabuild: error: {model_file}: ")
     assert not out.exists()  # the folder the command created is removed again
 
@@ -278,7 +279,7 @@ def test_vela_failure_keeps_an_existing_output_folder(cli, tmp_path: Path, model
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_bytes(b"mine")
-    result = cli("vela", model_file, "-o", out, "--system-config", "Foo")
+    result = cli("vela", model_file, "-o", out, "--", "--cpu-tensor-alignment", "3")
     assert_one_line_error(result, "Vela failed")
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
     assert (out / "notes.txt").read_bytes() == b"mine"
@@ -352,7 +353,7 @@ def test_plan_fences_output_is_a_folder(cli, tmp_path: Path, model_file: Path) -
 @pytest.mark.slow
 def test_plan_fences_vela_failure(cli, tmp_path: Path, model_file: Path, system_tmp: Path) -> None:
     plan_path = tmp_path / "plan.json"
-    args = ["--budget-cycles", 9, "--system-config", "Foo", "-o", plan_path]
-    assert_one_line_error(cli("plan-fences", model_file, *args), "Section System_Config.Foo not found")
+    args = ["--budget-cycles", 9, "-o", plan_path, "--", "--cpu-tensor-alignment", "3"]
+    assert_one_line_error(cli("plan-fences", model_file, *args), "Vela failed", "--cpu-tensor-alignment = 3")
     assert_not_written(plan_path)
     assert list(system_tmp.iterdir()) == []

@@ -317,7 +317,7 @@ def test_a_vela_csv_with_hostile_cells_is_read_or_refused(world: World, reader: 
 @pytest.mark.parametrize(
     ("field", "value", "fragment"),
     [
-        ("measured_invokes", 10**12, "measured_invokes: 1000000000000 is greater than the maximum of 100000"),
+        ("measured_invokes", 10**12, "measured_invokes: 1000000000000 is greater than the maximum of 10000"),
         ("warmup_invokes", 1 << 62, "warmup_invokes: 4611686018427387904 is greater than the maximum of 1000"),
     ],
 )

@@ -20,16 +20,15 @@ from heliabuild.fence import (
     FencePlan,
     fence_model,
     load_plan,
-    plan_fences,
     rewrite_model_with_fences,
     sidecar_path_for,
     verify_fenced_model,
 )
-from heliabuild.fence.planning import DEFAULT_MIN_COVERAGE
 from heliabuild.files import write_json
 from heliabuild.model import Model, load_model, model_sha256, save_model
 from heliabuild.model.graph import Graph, indices, tensor_name
 from heliabuild.model.opcodes import operator_type
+from heliabuild.planning import DEFAULT_MIN_COVERAGE, plan_fences
 from heliabuild.schema_files import validate
 from heliabuild.synth import chain_network
 from heliabuild.vela import PerLayerRow, attribute_rows, compile, read_per_layer

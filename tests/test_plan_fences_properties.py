@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from heliabuild.fence import fence_model, plan_fences, verify_fenced_model
+from heliabuild.fence import fence_model, verify_fenced_model
 from heliabuild.model import load_model, model_sha256, serialize
 from heliabuild.model.graph import indices, tensor_name
+from heliabuild.planning import plan_fences
 from heliabuild.synth import int8_network
 from heliabuild.vela import PerLayerRow, attribute_rows, compile, read_per_layer
 

@@ -145,7 +145,9 @@ def test_rewrite_replaces_the_earlier_bundle(tmp_path: Path) -> None:
     make_bundle(target, count=1, warmups=0)
     assert len(load_result(target).samples) == 1
     assert not (target / "artifacts/samples/2").exists()
-    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+    # the earlier bundle is kept beside it, verified, as the base of `compare`
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "run.previous"]
+    assert len(load_result(tmp_path / "run.previous").samples) == 3
 
 
 def test_rewrite_refuses_an_earlier_bundle_holding_a_foreign_file(tmp_path: Path) -> None:

@@ -140,7 +140,8 @@ def test_with_a_key_a_signed_bundle_is_read(tmp_path: Path, monkeypatch) -> None
     assert load_result(tmp_path / "signed").samples
     make_bundle(tmp_path / "signed", count=1, warmups=0)  # replaces the earlier signed bundle whole
     assert len(load_result(tmp_path / "signed").samples) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["signed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["signed", "signed.previous"]
+    assert len(load_result(tmp_path / "signed.previous").samples) == 3  # kept whole, signature and all
 
 
 def test_with_a_key_an_edited_and_rehashed_bundle_is_refused(cli, tmp_path: Path, monkeypatch) -> None:

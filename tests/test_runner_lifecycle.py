@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from heliabuild.errors import PolicyError, RunnerError
+from heliabuild.errors import HeliaError, PolicyError, RunnerError
 from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.files import sha256_bytes
 from heliabuild.model import serialize
@@ -165,9 +165,9 @@ def test_segments_json_bound_to_another_model_is_refused(tmp_path: Path, fenced:
     assert sha256_bytes(fenced["model"].read_bytes()) in caught.value.message
 
 
-def test_fvp_backend_is_refused(tmp_path: Path, fenced: dict[str, Path]) -> None:
-    with pytest.raises(RunnerError, match="backend fvp needs an Arm FVP, which is not available"):
-        build_runner(tmp_path / "runner", model=fenced["model"], policy=None, backend="fvp")
+def test_fvp_needs_vela_output_and_unknown_backends_are_refused(tmp_path: Path, fenced: dict[str, Path]) -> None:
+    with pytest.raises(HeliaError, match=r"backend fvp runs Vela's compiled model .* pass both"):
+        build_runner(tmp_path / "runner", model=fenced["model"], policy=None, backend="fvp")  # tests/test_fvp_*.py
     with pytest.raises(RunnerError, match="backend 'qemu' is not known"):
         build_runner(tmp_path / "runner", model=fenced["model"], policy=None, backend="qemu")
 
@@ -351,3 +351,21 @@ def test_a_runner_replaces_only_an_earlier_runner(tmp_path: Path) -> None:
     (runner_json.parent / "model.tflite").write_bytes(b"tampered")
     with pytest.raises(RunnerError, match="is not a runner that verifies"):
         build_runner(tmp_path / "runner", model=source, policy=None)
+
+
+def test_a_policy_whose_bundle_the_reader_would_refuse_is_refused_at_the_runner_build(tmp_path: Path) -> None:
+    from heliabuild.results.reader import MAX_BUNDLE_ENTRIES
+    from heliabuild.runner.policy import MAX_MEASURED_INVOKES
+
+    source = tmp_path / "chain.tflite"
+    source.write_bytes(bytes(serialize(chain_network(0))))
+    assert MAX_MEASURED_INVOKES * 2 + 16 <= MAX_BUNDLE_ENTRIES  # a one-output model always fits
+    policy = {"defaults": {"fvp": {"acquisition": {"measured_invokes": MAX_MEASURED_INVOKES}}}}
+    build_runner(tmp_path / "runner", model=source, policy=policy)
+    from heliabuild.runner import freeze
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("heliabuild.results.reader.MAX_BUNDLE_ENTRIES", 1000)
+        with pytest.raises(PolicyError, match=r"make a bundle of 20016 files and folders, more than the 1000"):
+            freeze.build_runner(tmp_path / "other", model=source, policy=policy)
+    assert not (tmp_path / "other").exists()

@@ -61,10 +61,19 @@ def test_automatic_warmup() -> None:
 @pytest.mark.parametrize(
     ("document", "field", "words"),
     [
-        ({"defaults": {"fvp": {}}, "extra": 1}, "extra", "unknown key"),
-        ({"defaults": {"fvp": {}, "heliart": {}}}, "defaults.heliart", "unknown key"),
-        (_doc({"state": "carry", "warmups": 1}), "defaults.fvp.acquisition.warmups", "unknown key"),
-        (_doc(trace=True), "defaults.fvp.trace", "unknown key"),
+        ({"defaults": {"fvp": {}}, "extra": 1}, "(top level)", "unknown key 'extra' (accepts defaults)"),
+        ({"defaults": {"fvp": {}, "heliart": {}}}, "defaults", "unknown key 'heliart' (accepts fvp)"),
+        (
+            _doc({"state": "carry", "warmups": 1}),
+            "defaults.fvp.acquisition",
+            "unknown key 'warmups'; did you mean 'warmup_invokes'? (accepts measured_invokes, state, warmup_invokes)",
+        ),
+        (_doc(trace=True), "defaults.fvp", "unknown key 'trace' (accepts acquisition, bus_tracing, enabled,"),
+        (
+            _doc(tensor_io={"inputs": [{"index": 0, "fiel": "a"}]}),
+            "defaults.fvp.tensor_io.inputs[0]",
+            "unknown key 'fiel'; did you mean 'file'? (accepts file, index)",
+        ),
         (_doc({"warmup_invokes": -1}), "defaults.fvp.acquisition.warmup_invokes", "found -1"),
         (_doc({"measured_invokes": -2}), "defaults.fvp.acquisition.measured_invokes", "found -2"),
         (_doc({"warmup_invokes": 1.5}), "defaults.fvp.acquisition.warmup_invokes", "non-negative integer"),

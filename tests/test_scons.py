@@ -220,7 +220,7 @@ def test_configuration_mistakes_are_reported_before_building(tmp_path: Path, mis
     call, expected = CONFIGURATION_MISTAKES[mistake]
     (tmp_path / "plan.json").write_text('{"contract_version": 1, "subgraph": 0, "operator_count": 9, "fences": []}\n')
     (tmp_path / "SConstruct").write_text(
-        f"env = Environment(tools=['heliabuild'], toolpath=[{str(SITE_TOOLS)!r}])\n"
+        f"env = Environment(tools=['helia'], toolpath=[{str(SITE_TOOLS)!r}])\n"
         "model = env.HeliaSynth('model.tflite', HELIA_SYNTH_KIND='chain')\n"
         f"{call}\n",
         encoding="utf-8",
@@ -234,7 +234,7 @@ def test_configuration_mistakes_are_reported_before_building(tmp_path: Path, mis
 
 def test_a_library_error_in_an_action_is_one_line_without_traceback(tmp_path: Path) -> None:
     (tmp_path / "SConstruct").write_text(
-        f"env = Environment(tools=['heliabuild'], toolpath=[{str(SITE_TOOLS)!r}])\n"
+        f"env = Environment(tools=['helia'], toolpath=[{str(SITE_TOOLS)!r}])\n"
         "model = env.HeliaSynth('model.tflite', HELIA_SYNTH_KIND='chain')\n"
         "env.HeliaFence('fenced.tflite', model, HELIA_FENCES=[99])\n",
         encoding="utf-8",

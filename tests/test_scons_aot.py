@@ -26,7 +26,7 @@ BUILDER_SCONSTRUCT = """\
 import json
 
 SetOption("hash_format", "sha256")
-env = Environment(tools=["heliabuild"], toolpath=[{site_tools!r}])
+env = Environment(tools=["helia"], toolpath=[{site_tools!r}])
 env.Decider("content")
 with open("options.json", encoding="utf-8") as handle:
     options = json.load(handle)
@@ -38,7 +38,7 @@ PIPELINE_SCONSTRUCT = """\
 import json
 
 SetOption("hash_format", "sha256")
-env = Environment(tools=["heliabuild"], toolpath=[{site_tools!r}])
+env = Environment(tools=["helia"], toolpath=[{site_tools!r}])
 env.Decider("content")
 with open("options.json", encoding="utf-8") as handle:
     options = json.load(handle)
@@ -58,7 +58,7 @@ def stage_counts(result: subprocess.CompletedProcess[str]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for line in heliabuild_lines(result):
         words = line.split(" ")
-        if len(words) >= 3 and words[1] in STAGES:
+        if len(words) == 3 and words[1] in STAGES:  # a start line, `heliabuild: <stage> <target>`
             counts[words[1]] += 1
     return counts
 
@@ -185,7 +185,7 @@ def test_configuration_mistakes_are_reported_before_building(tmp_path: Path, sco
     project = tmp_path / "project"
     project.mkdir()
     (project / "SConstruct").write_text(
-        f'env = Environment(tools=["heliabuild"], toolpath=[{str(SITE_TOOLS)!r}])\n{sconstruct}\n', encoding="utf-8"
+        f'env = Environment(tools=["helia"], toolpath=[{str(SITE_TOOLS)!r}])\n{sconstruct}\n', encoding="utf-8"
     )
     result = run_scons(project)
     assert result.returncode != 0

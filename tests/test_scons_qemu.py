@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 SITE_TOOLS = Path(__file__).resolve().parents[1] / "site_scons" / "site_tools"
 SCONSTRUCT = """\
 import json
-env = Environment(tools=["default", "heliabuild"], toolpath=[{site_tools!r}])
+env = Environment(tools=["default", "helia"], toolpath=[{site_tools!r}])
 cache = json.load(open("options.json")).get("cache")
 if cache:
     env.CacheDir(cache)

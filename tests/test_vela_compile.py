@@ -456,11 +456,11 @@ def test_sidecar_of_another_model(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "quoted"),
     [
-        ({"system_config": "Foo"}, "Section System_Config.Foo not found"),
-        ({"memory_mode": "Bar"}, "Section Memory_Mode.Bar not found"),
+        ({"extra_args": ["--cpu-tensor-alignment", "3"]}, "Invalid argument to --cpu-tensor-alignment = 3"),
+        ({"extra_args": ["--arena-cache-size", "lots"]}, "argument --arena-cache-size: invalid int value: 'lots'"),
         ({"extra_args": ["--no-such-option"]}, "unrecognized arguments: --no-such-option"),
     ],
-    ids=["system-config", "memory-mode", "argument"],
+    ids=["value", "type", "argument"],
 )
 def test_vela_failure_quotes_vela_and_leaves_nothing(tmp_path: Path, chain_file: Path, options, quoted) -> None:
     out = tmp_path / "out"
@@ -514,10 +514,7 @@ def test_failure_removes_the_outputs_of_an_earlier_run(tmp_path: Path, chain_fil
     out = tmp_path / "out"
     compile(chain_file, out)
     assert any(out.iterdir())
-    with pytest.raises(VelaError, match=r"Section System_Config\.Foo not found"):
-        compile(chain_file, out, system_config="Foo")
-    # The model, per-layer CSV and segments.json of the earlier run are gone; its summary is named
-    # after another system config, so it is not an output of the failed run.
+    with pytest.raises(VelaError, match=r"Invalid argument to --cpu-tensor-alignment"):
+        compile(chain_file, out, extra_args=["--cpu-tensor-alignment", "3"])
     earlier = output_names(chain_file, "Ethos_U55_High_End_Embedded")
-    left = [name for name in earlier.values() if (out / name).exists()]
-    assert left == ["chain_summary_Ethos_U55_High_End_Embedded.csv"]
+    assert [name for name in earlier.values() if (out / name).exists()] == []

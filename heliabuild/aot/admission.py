@@ -11,7 +11,8 @@ Three sources of refusal, each naming the operator by its stable id:
   another contract). FP16 passes only on a platform with the `FP16`
   capability. Shapes are the tensors' `shape` (the static shape the model
   runs with, as a converter writes it beside a dynamic `shape_signature`);
-- the platform: an `ethos-u` command stream needs the `NPU` capability;
+- the platform: an `ethos-u` command stream needs the `NPU` capability, and an NPU of the accelerator
+  configuration Vela compiled it for (the platform's `npu`);
 - the `ETHOS_U_STREAM_SPLIT` fence's contract version 1: opcode version 1,
   nonempty matching input and output lists, each pair with the same shape,
   dtype and quantization, per-tensor quantization on model inputs and
@@ -39,6 +40,7 @@ from heliabuild.model.graph import Graph, indices, tensor_name
 from heliabuild.model.ids import OperatorId, stable_operator_ids
 from heliabuild.model.io import Model
 from heliabuild.model.opcodes import custom_code
+from heliabuild.vela.streams import stream_accelerator
 
 ETHOS_U = "ethos-u"
 COMPARISONS = frozenset(contracts.comparisons.OPERATORS)
@@ -46,6 +48,7 @@ FLOATS = frozenset({"float32", "float16"})
 
 RULES: dict[str, str] = {
     "platform.npu": "an ethos-u command stream runs only on a platform with the NPU capability",
+    "platform.npu-config": "an ethos-u command stream runs only on an NPU of the configuration Vela compiled it for",
     "fence.opcode-version": f"{CUSTOM_CODE} is opcode version {CONTRACT_VERSION}",
     "fence.pairs": "the fence takes matching nonempty input and output lists",
     "fence.dtype": "contract version 1 carries int8, uint8, int16, int32, int64, FP16, FP32 and bool",
@@ -82,6 +85,11 @@ class PlanRefusedError(HeliaError):
         if any(r.rule == "platform.npu" for r in refusals):
             npu = "a platform with the NPU capability (heliabuild aot-plan --list-platforms)"
             hint = f"plan the model Vela compiled for {npu}, or plan the model from before Vela"
+        elif any(r.rule == "platform.npu-config" for r in refusals):
+            hint = (
+                "plan for a platform whose NPU runs that configuration (heliabuild aot-plan --list-platforms), "
+                "or compile the model with Vela for one of the configurations its NPU runs"
+            )
         elif any(r.rule.endswith(".fp16-target") for r in refusals):
             hint = "plan for a platform with the FP16 capability (heliabuild aot-plan --list-platforms)"
         super().__init__(
@@ -201,6 +209,33 @@ def _fence_refusal(
     return None
 
 
+def _npu_refusal(
+    model: Model, op: schema.OperatorT, operator: OperatorId, platform: Platform
+) -> OperatorRefusal | None:
+    """An ethos-u command stream on a platform without an NPU, or compiled for an accelerator configuration
+    the platform's NPU is not (heliabuild.vela.streams.stream_accelerator). A command stream whose payload
+    does not name its accelerator (not Vela's driver payload) is not checked."""
+    if not platform.has_npu:
+        capabilities = ", ".join(platform.capabilities) or "none"
+        return OperatorRefusal(
+            operator.id,
+            operator.index,
+            operator.op_type,
+            "platform.npu",
+            f"an ethos-u command stream needs the NPU capability; {platform.name} has {capabilities}",
+        )
+    accelerator = stream_accelerator(model, op)
+    if accelerator is None or platform.runs_accelerator(accelerator):
+        return None
+    return OperatorRefusal(
+        operator.id,
+        operator.index,
+        operator.op_type,
+        "platform.npu-config",
+        f"Vela compiled it for {accelerator}, but the NPU of {platform.name} runs {', '.join(platform.npu)}",
+    )
+
+
 def operator_refusals(
     model: Model, platform: Platform, ids: Sequence[OperatorId] | None = None, subgraph_index: int = 0
 ) -> list[OperatorRefusal]:
@@ -213,15 +248,7 @@ def operator_refusals(
         refusal: OperatorRefusal | None = None
         code = custom_code(model.operator_codes[op.opcodeIndex])
         if operator.op_type == ETHOS_U:
-            if not platform.has_npu:
-                capabilities = ", ".join(platform.capabilities) or "none"
-                refusal = OperatorRefusal(
-                    operator.id,
-                    operator.index,
-                    operator.op_type,
-                    "platform.npu",
-                    f"an ethos-u command stream needs the NPU capability; {platform.name} has {capabilities}",
-                )
+            refusal = _npu_refusal(model, op, operator, platform)
         elif code is not None and code.upper() == CUSTOM_CODE:
             refusal = _fence_refusal(model, subgraph, graph, op, operator)
         elif code is not None and code.upper() == LEGACY_CUSTOM_CODE:

@@ -56,16 +56,6 @@ SCHEMA_NAME = "aot-config"
 DEFAULT_GOAL = "balanced"
 YAML_SUFFIXES = (".yaml", ".yml")
 
-_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("optimization", "operators", "memory"),
-    "optimization": ("goal", "allow_approximate", "knobs", "plan"),
-    "operators[]": ("index", "type", "id", "knobs"),
-    "memory": ("tensors", "stream_pool"),
-    "memory.tensors[]": ("id", "pattern", "residency", "memory", "destination_memory"),
-    "memory.stream_pool": ("memory", "bytes", "alignment"),
-}
-"""The keys each object of a configuration may hold (the schema says the same; this names unknown ones)."""
-
 
 class ConfigError(HeliaError):
     """A configuration that cannot be read or breaks its schema."""
@@ -239,30 +229,6 @@ def _not_json(value: object) -> str:
     raise ConfigError(f"configuration value {shown(value)} is not a string, number, boolean, list or mapping")
 
 
-def _unknown_keys(document: object, source: str) -> None:
-    """ConfigError naming the first object that holds keys the configuration does not know, and those keys."""
-
-    def walk(value: object, kind: str, where: str) -> None:
-        if not isinstance(value, Mapping):
-            return
-        allowed = _KEYS[kind]
-        unknown = sorted(str(k) for k in value if k not in allowed)
-        if unknown:
-            raise ConfigError(
-                f"{source}: {where or '(top level)'}: unknown key(s) {shown(unknown)}; expected some of {list(allowed)}"
-            )
-        for key, item in value.items():
-            path = f"{where}.{key}" if where else str(key)
-            child = f"{kind}.{key}" if kind else str(key)
-            if isinstance(item, list) and f"{child}[]" in _KEYS:
-                for index, element in enumerate(item):
-                    walk(element, f"{child}[]", f"{path}.{index}")
-            elif child in _KEYS:
-                walk(item, child, path)
-
-    walk(document, "", "")
-
-
 def _rule_shapes(document: Mapping[str, Any], source: str) -> None:
     """ConfigError for a rule without a selector (or with both `id` and `pattern`), or one that sets nothing."""
     operators = document.get("operators")
@@ -287,12 +253,12 @@ def check_document(document: object, source: str) -> None:
     """Raise ConfigError unless `document` is a valid configuration (unknown keys named first)."""
     import jsonschema
 
-    from heliabuild.schema_files import load_schema, message_of
+    from heliabuild.schema_files import check_keys, load_schema, message_of
 
     if not isinstance(document, Mapping):
         raise ConfigError(f"{source}: a configuration is a mapping, found {type(document).__name__}")
     check_json_values(document, source, "configuration", error=ConfigError)
-    _unknown_keys(document, source)
+    check_keys(document, SCHEMA_NAME, source, error=ConfigError)
     _rule_shapes(document, source)
     validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))

@@ -8,7 +8,8 @@ writes exactly the plan of docs/aot-plan.md:
 2. the configuration is checked against the platform and the knob table
    (unknown knobs or values, memories the platform does not have, an
    approximate value requested without `allow_approximate`);
-3. `operators[]`: ids from `heliabuild.model.ids`; one knob entry per knob
+3. `operators[]`: ids from `heliabuild.model.ids` (a stable id that would also select another operator
+   falls back to the node id, with a warning naming the operators); one knob entry per knob
    that applies (`heliabuild.aot.knobs`), resolved from the winning
    `operators` rule, then `optimization.knobs`, then `auto`; `kernel` and
    `fixed` from the entry table (`heliabuild.aot.entries`), null where
@@ -56,6 +57,7 @@ from heliabuild.aot.facts import (
     unstageable_reasons,
 )
 from heliabuild.aot.platforms import Platform, get_platform
+from heliabuild.aot.prefix import check_prefix
 from heliabuild.aot.schedule import (
     OperatorOrder,
     Schedule,
@@ -68,6 +70,7 @@ from heliabuild.aot.schedule import (
     tensor_placements,
 )
 from heliabuild.errors import HeliaError
+from heliabuild.model.ids import operator_id_warnings
 from heliabuild.model.io import Model, load_model, model_sha256
 
 SCHEMA_VERSION = 1
@@ -136,8 +139,6 @@ class _Conversion:
         module_prefix: str,
         vela_per_layer: str | os.PathLike[str] | None,
     ) -> None:
-        from heliabuild.aot.stage import check_prefix
-
         self.model = model
         self.platform = platform
         self.config = config
@@ -151,6 +152,7 @@ class _Conversion:
 
     def run(self) -> PlanResult:
         self.facts = model_facts(self.model, SUBGRAPH)
+        self.warnings.extend(operator_id_warnings(self.model, SUBGRAPH))
         check_admission(self.model, self.platform, None, SUBGRAPH)
         self._check_configuration()
         self.order = OperatorOrder(tuple(f.id for f in self.facts))

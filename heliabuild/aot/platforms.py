@@ -1,7 +1,9 @@
 """The platform table: the targets the AOT plan stage plans for, as data.
 
 `heliabuild/aot/platforms.json` (validated by `schemas/platforms.schema.json`)
-lists each platform's CPU, capabilities (`MCU`, `DSP`, `MVE`, `FP16`, `NPU`),
+lists each platform's CPU, capabilities (`MCU`, `DSP`, `MVE`, `FP16`, `NPU`), for
+a platform with the NPU capability the accelerator configurations its Ethos-U runs (`npu`, e.g.
+`{"ethos-u55": [32, 64, 128, 256]}`: the plan stage refuses a command stream Vela compiled for another),
 memories with their sizes and DMA boundaries, the memory constants are stored
 in by default, the minimum alignment of a constant and, per (source,
 destination) memory pair, the transfer engines (`cpu`, `dma`) that copy
@@ -38,6 +40,12 @@ SCHEMA_NAME = "platforms"
 CAPABILITIES = ("DSP", "FP16", "MCU", "MVE", "NPU")
 """Every capability a platform may have: FP16 is half-precision arithmetic, NPU runs `ethos-u` command streams."""
 ENGINES = ("cpu", "dma")
+NPU_MACS: dict[str, tuple[int, ...]] = {
+    "ethos-u55": (32, 64, 128, 256),
+    "ethos-u65": (256, 512),
+    "ethos-u85": (128, 256, 512, 1024, 2048),
+}
+"""Every Ethos-U product and the MAC configurations it comes in (an FVP's `ethosu.num_macs`)."""
 
 
 class PlatformError(HeliaError):
@@ -76,12 +84,14 @@ class Platform:
     alignment: int = 16
     transfers: tuple[Transfer, ...] = ()
     description: str = ""
+    npu: tuple[str, ...] = ()
     _by_name: dict[str, Memory] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "capabilities", tuple(sorted(set(self.capabilities))))
         object.__setattr__(self, "memories", tuple(self.memories))
         object.__setattr__(self, "transfers", tuple(self.transfers))
+        object.__setattr__(self, "npu", tuple(self.npu))
         where = f"platform {shown(self.name)}"
         unknown = [c for c in self.capabilities if c not in CAPABILITIES]
         if unknown:
@@ -125,6 +135,17 @@ class Platform:
                 raise PlatformError(f"{where}: transfer {pair[0]} -> {pair[1]} engines {list(transfer.engines)}")
             canonical.append(Transfer(pair[0], pair[1], tuple(e for e in ENGINES if e in transfer.engines)))
         object.__setattr__(self, "transfers", tuple(canonical))
+        known = [f"{product}-{macs}" for product, configs in NPU_MACS.items() for macs in configs]
+        bad_npu = [config for config in self.npu if config not in known]
+        if bad_npu:
+            raise PlatformError(
+                f"{where}: npu {shown(bad_npu[0])} is not an Ethos-U configuration; expected some of {known}"
+            )
+        if self.has_npu != bool(self.npu):
+            raise PlatformError(
+                f"{where}: npu lists {list(self.npu)} but capabilities are {list(self.capabilities)}; a platform with "
+                "the NPU capability lists the accelerator configurations its NPU runs, and only such a platform does"
+            )
 
     @property
     def supports_fp16(self) -> bool:
@@ -133,6 +154,10 @@ class Platform:
     @property
     def has_npu(self) -> bool:
         return "NPU" in self.capabilities
+
+    def runs_accelerator(self, accelerator: str) -> bool:
+        """Whether the platform's NPU runs command streams Vela compiled for `accelerator` (e.g. ethos-u55-128)."""
+        return accelerator in self.npu
 
     def memory(self, name: str) -> Memory | None:
         """The memory called `name` in any letter case, or None."""
@@ -179,6 +204,12 @@ class Platform:
                 {"source": t.source, "destination": t.destination, "engines": list(t.engines)} for t in self.transfers
             ],
         }
+        if self.npu:
+            entry["npu"] = {
+                product: [macs for macs in configs if f"{product}-{macs}" in self.npu]
+                for product, configs in NPU_MACS.items()
+                if any(config.startswith(f"{product}-") for config in self.npu)
+            }
         if self.description:
             entry["description"] = self.description
         return entry
@@ -199,6 +230,7 @@ class Platform:
                 Transfer(t["source"], t["destination"], tuple(t["engines"])) for t in entry.get("transfers", ())
             ),
             description=entry.get("description", ""),
+            npu=tuple(f"{product}-{macs}" for product, configs in entry.get("npu", {}).items() for macs in configs),
         )
 
 
@@ -262,6 +294,8 @@ def platforms_table(platforms: Mapping[str, Platform] | None = None) -> str:
     for name in sorted(table):
         p = table[name]
         lines.append(f"{name}: {p.cpu}, capabilities {', '.join(p.capabilities)}")
+        if p.npu:
+            lines.append(f"  NPU runs {', '.join(p.npu)}")
         if p.description:
             lines.append(f"  {p.description}")
         lines.append(f"  constants in {p.constant_memory}, minimum alignment {p.alignment} bytes")

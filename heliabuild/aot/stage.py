@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from heliabuild.aot.config import AotConfig, as_config
 from heliabuild.aot.platforms import Platform, get_platform
+from heliabuild.aot.prefix import StageInputError, check_prefix
 from heliabuild.errors import HeliaError
 from heliabuild.files import json_text, write_all_or_nothing
 
@@ -32,28 +32,11 @@ if TYPE_CHECKING:
 
 PLAN_SUFFIX = "_plan.json"
 REPORT_SUFFIX = "_report.json"
-PREFIX_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""A module prefix is a C identifier: it prefixes the module's symbols."""
-
-
-class StageInputError(HeliaError):
-    """A stage argument that cannot work (a module prefix that is not a C identifier, a per-layer CSV of
-    another model)."""
 
 
 def output_names(prefix: str) -> tuple[str, str]:
     """The file names of the plan and the report of module `prefix`."""
     return f"{prefix}{PLAN_SUFFIX}", f"{prefix}{REPORT_SUFFIX}"
-
-
-def check_prefix(prefix: str) -> str:
-    """`prefix` when it is a C identifier; StageInputError otherwise."""
-    if not isinstance(prefix, str) or not PREFIX_PATTERN.fullmatch(prefix):
-        raise StageInputError(
-            f"module prefix {prefix!r} is not a C identifier (letters, digits and '_', not starting with a digit)",
-            hint="it prefixes the module's symbols, e.g. kws",
-        )
-    return prefix
 
 
 def check_per_layer_binding(model: Model, per_layer: str | os.PathLike[str]) -> None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heliabuild import __version__
+from heliabuild.aot.prefix import check_prefix
 from heliabuild.aot.records import load_plan
-from heliabuild.aot.stage import check_prefix
 from heliabuild.codegen.emit import emit_module
 from heliabuild.codegen.layout import Layout, plan_layout
 from heliabuild.codegen.lowering import CodegenError, lower_model

@@ -1,6 +1,7 @@
 """The ETHOS_U_STREAM_SPLIT fence, contract version 1 (the spec's `helia_npu.fencing`).
 
-Every public name is importable from here; each loads its module on first use.
+Every public name is importable from here; each loads its module on first use. Cost-based planning, which
+needs Vela's estimate too, is heliabuild.planning.plan_fences.
 """
 
 from heliabuild.lazy import lazy_exports
@@ -25,7 +26,6 @@ _EXPORTS = {
     "fence_model": "heliabuild.fence.rewrite",
     "load_plan": "heliabuild.fence.plan",
     "load_sidecar": "heliabuild.fence.sidecar",
-    "plan_fences": "heliabuild.fence.planning",
     "rewrite_model_with_fences": "heliabuild.fence.rewrite",
     "sidecar_path_for": "heliabuild.fence.names",
     "strip_fences": "heliabuild.fence.strip",

@@ -67,6 +67,16 @@ def is_fence_name(opcode: schema.OperatorCodeT) -> bool:
     return code is not None and code.upper() == CUSTOM_CODE
 
 
+def check_unfenced(model: Model, subgraph: schema.SubGraphT, expected: str, hint: str) -> None:
+    """Raise FenceError(`<model>: the model already has fences; <expected>`, `hint`) when an operator of
+    `subgraph` is a fence: fences are planned for and cut into the unfenced model only.
+
+    An unused fence entry in the operator codes is not a fence (`fence_opcode_index` reuses it).
+    """
+    if any(is_fence_name(model.operator_codes[op.opcodeIndex]) for op in subgraph.operators or []):
+        raise FenceError(f"{model.name}: the model already has fences; {expected}", hint=hint)
+
+
 def is_legacy_name(opcode: schema.OperatorCodeT) -> bool:
     code = custom_code(opcode)
     return code is not None and code.upper() == LEGACY_CUSTOM_CODE

@@ -11,7 +11,7 @@ from heliabuild.documents import read_json
 from heliabuild.errors import FenceError
 from heliabuild.fence.contract import CONTRACT_VERSION
 from heliabuild.fence.coverage import FenceCoverage
-from heliabuild.schema_files import validate
+from heliabuild.schema_files import check_keys, validate
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,9 @@ class FencePlan:
 
     @classmethod
     def from_json(cls, document: dict[str, Any], name: str | None = None) -> FencePlan:
-        """The plan `document`, read from the file `name` (None: made in memory); SchemaError otherwise."""
+        """The plan `document`, read from the file `name` (None: made in memory); SchemaError otherwise, an
+        unknown key named with the keys its object accepts (heliabuild.schema_files.check_keys)."""
+        check_keys(document, "fence-plan", name or "fence plan")
         validate(document, "fence-plan", name or "fence plan")
         return cls(
             fences=tuple(Fence.from_json(entry) for entry in document["fences"]),

@@ -33,6 +33,7 @@ from heliabuild.fence.contract import (
     CUSTOM_CODE,
     FENCE_NAME_SUFFIX,
     check_crossing_tensor,
+    check_unfenced,
     fence_opcode_index,
     new_fence_opcode,
 )
@@ -101,6 +102,9 @@ class RewriteResult:
 def rewrite_model_with_fences(model: ModelInput, config_or_after_ops: FenceConfig | Iterable[int]) -> RewriteResult:
     """Fence `model` at the given original operator positions (the unbound path).
 
+    Raises FenceError for a model that already has fences (its operators would not be the original
+    operators the positions count) and for positions the contract does not admit.
+
     The caller asserts the positions apply to this model; use `fence_model`
     with a FencePlan to have them checked against the model first.
     """
@@ -113,16 +117,30 @@ def rewrite_model_with_fences(model: ModelInput, config_or_after_ops: FenceConfi
         config_or_after_ops.after_ops if isinstance(config_or_after_ops, FenceConfig) else tuple(config_or_after_ops)
     )
     source = load_model(model)
+    _check_unfenced(source)
     working = copy_model(source) if source is model else source
     return _rewrite(working, model_sha256(source), after_ops)
 
 
 def fence_model(model: ModelInput, plan: FencePlan) -> RewriteResult:
-    """Fence `model` as `plan` says, after checking the plan is bound to it."""
+    """Fence `model` as `plan` says, after checking the plan is bound to it.
+
+    Raises FenceError, as `rewrite_model_with_fences` does, for a model that already has fences.
+    """
     source = load_model(model)
+    _check_unfenced(source)
     check_plan_binding(source, plan)
     working = copy_model(source) if source is model else source
     return _rewrite(working, model_sha256(source), tuple(plan.after_ops))
+
+
+def _check_unfenced(model: Model) -> None:
+    check_unfenced(
+        model,
+        primary_subgraph(model),
+        "fence the unfenced model",
+        hint="Strip the fences first (heliabuild unfence, heliabuild.fence.strip_fences) or fence the original.",
+    )
 
 
 def _rewrite(model: Model, source_sha256: str, requested: Sequence[int]) -> RewriteResult:

@@ -85,13 +85,26 @@ def run_on_qemu(
     bytes. FirmwareError when QEMU is missing or `elf` is not a file."""
     if not Path(elf).is_file():
         raise FirmwareError(f"{elf}: the firmware ELF does not exist")
-    command = qemu_command(elf)
+    return run_bounded(qemu_command(elf), timeout_s=timeout_s, max_output=max_output)
+
+
+def run_bounded(
+    command: list[str],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    env: dict[str, str] | None = None,
+) -> QemuRun:
+    """Run `command` (in its own session, no standard input) until it exits, `timeout_s` of wall time pass, or
+    one of its streams passes `max_output` bytes; then its whole session is killed. Shared by the simulators
+    heliabuild drives (QEMU here, the Arm FVPs in heliabuild.fvp.launch)."""
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        env=env,
     )
     assert process.stdout is not None and process.stderr is not None
     chunks: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}

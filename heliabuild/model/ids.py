@@ -55,6 +55,22 @@ def split_operator_id(value: str) -> tuple[int, str]:
 
 
 def stable_operator_ids(model: Model, subgraph: int = 0) -> list[OperatorId]:
+    """The id of each operator of `subgraph`, in operator order (module docstring)."""
+    return _assign(model, subgraph)[0]
+
+
+def operator_id_warnings(model: Model, subgraph: int = 0) -> list[str]:
+    """One sentence for each stable id that would also select another operator, naming the operators it
+    would select and the node ids the plan uses instead (the conversion's warnings)."""
+    return _assign(model, subgraph)[1]
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _assign(model: Model, subgraph: int) -> tuple[list[OperatorId], list[str]]:
+    """The ids of `subgraph`'s operators and the warnings for the ids that fell back to node ids."""
     graph = model.subgraphs[subgraph]
     tensors = graph.tensors or []
     bases: list[tuple[str, str, str]] = []
@@ -74,15 +90,26 @@ def stable_operator_ids(model: Model, subgraph: int = 0) -> list[OperatorId]:
         repeats[base] = count + 1
         suffixed.append(base if count == 0 else f"{base}#{count}")
 
-    spelled: dict[str, int] = {}
-    for value in suffixed:
-        spelled[value] = spelled.get(value, 0) + 1
-    node_ids = {node_id(subgraph, position) for position in range(len(bases))}
+    spelled: dict[str, list[int]] = {}
+    for position, value in enumerate(suffixed):
+        spelled.setdefault(value, []).append(position)
+    node_owner = {node_id(subgraph, position): position for position in range(len(bases))}
 
     result: list[OperatorId] = []
     for position, ((_, source, op_type), value) in enumerate(zip(bases, suffixed, strict=True)):
         own_node = node_id(subgraph, position)
-        if spelled[value] > 1 or value in node_ids:
+        if len(spelled[value]) > 1 or value in node_owner:
             value, source = own_node, ID_FROM_NODE_ID
         result.append(OperatorId(id=value, id_source=source, index=position, node_id=own_node, op_type=op_type))
-    return result
+
+    warnings: list[str] = []
+    for value, positions in spelled.items():
+        selected = sorted({*positions, *([node_owner[value]] if value in node_owner else [])})
+        if len(selected) > 1:
+            operators = _and([f"{p} ({bases[p][2]})" for p in selected])
+            fallbacks = _and([node_id(subgraph, p) for p in positions])
+            warnings.append(
+                f"{model.name}: stable id {value!r} would select operators {operators}, so the plan names "
+                f"{'it' if len(positions) == 1 else 'them'} by node id ({fallbacks})"
+            )
+    return result, warnings

@@ -10,231 +10,71 @@
 
 The bundle is written to a temporary folder beside the target, verified as a reader would verify it, and
 renamed into place; a failure publishes nothing and leaves no temporary folder behind. The target must be
-new, an empty folder or an earlier bundle that verifies (`check_bundle_target`): nothing else is replaced,
-and of an earlier bundle only the files its manifest lists are deleted.
+new, an empty folder or an earlier bundle that verifies (`check_bundle_target`): nothing else is replaced.
+The earlier bundle is kept as the sibling `<name>.previous/` (`previous_path`), so `heliabuild compare
+results/<name>.previous results/<name>` has a base; the `.previous` it replaces must itself be new, empty or a
+bundle that verifies, and of that one only the files its manifest lists are deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
-import hashlib
-import hmac
-import io
 import math
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from heliabuild.errors import ResultError
 from heliabuild.files import errors_naming, json_text, make_folders, remove_folders, sha256_bytes
+from heliabuild.results import reader
+from heliabuild.results.layout import (
+    KEY_VARIABLE,
+    MANIFEST_FILE,
+    RESULT_FILE,
+    RESULT_SCHEMA_VERSION,
+    SAMPLES_DIR,
+    SIGNATURE_ALGORITHM,
+    SIGNATURE_FILE,
+    SUMMARY_FILE,
+    Sample,
+    bundle_key,
+    manifest_hmac,
+    output_files,
+    sanitize_output_name,
+    signatures_of,
+    summary_csv,
+)
 from heliabuild.results.receipt import RECEIPT_PATH, Receipt
 from heliabuild.results.statistics import compute_statistics
 from heliabuild.schema_files import validate
 
-RESULT_SCHEMA_VERSION = 4
-RESULT_FILE = "result.json"
-MANIFEST_FILE = "manifest.json"
-SUMMARY_FILE = "run_summary.csv"
-SAMPLES_DIR = "artifacts/samples"
-SIGNATURE_FILE = "signature.json"
-KEY_VARIABLE = "HELIA_BUNDLE_KEY"
-SIGNATURE_ALGORITHM = "hmac-sha256"
+__all__ = [
+    "KEY_VARIABLE",
+    "MANIFEST_FILE",
+    "PREVIOUS_SUFFIX",
+    "RESULT_FILE",
+    "RESULT_SCHEMA_VERSION",
+    "SAMPLES_DIR",
+    "SIGNATURE_FILE",
+    "SUMMARY_FILE",
+    "Sample",
+    "build_bundle_files",
+    "check_bundle_target",
+    "check_publish_target",
+    "discard_bundle",
+    "output_files",
+    "previous_path",
+    "sanitize_output_name",
+    "signatures_of",
+    "summary_csv",
+    "write_bundle",
+]
+"""Public names, those of heliabuild.results.layout included (the writer's callers import them from here)."""
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def sanitize_output_name(name: str) -> str:
-    """A file-name stem for an output tensor name: runs of characters outside [A-Za-z0-9._-] become `_`,
-    leading dots are dropped, and an empty result becomes `output`."""
-    stem = _UNSAFE.sub("_", name).lstrip(".")
-    return stem or "output"
-
-
-def output_files(names: Sequence[str]) -> dict[str, str]:
-    """Output name -> file name inside `artifacts/samples/<i>/`, decided from the sorted names alone so a
-    reader can recompute it from a sample's signatures; names that sanitize alike get `-<k>` suffixes
-    (k counting within the sorted names)."""
-    files: dict[str, str] = {}
-    taken: set[str] = set()
-    for k, name in enumerate(sorted(names)):
-        stem = sanitize_output_name(name)
-        candidate = f"{stem}.bin"
-        if candidate.lower() in taken:
-            candidate = f"{stem}-{k}.bin"
-        taken.add(candidate.lower())
-        files[name] = candidate
-    return files
-
-
-def bundle_key() -> bytes | None:
-    """The bundle signing key: the UTF-8 bytes of the environment variable HELIA_BUNDLE_KEY, or None when it
-    is unset or empty (then bundles are written unsigned and read without checking a signature)."""
-    value = os.environ.get(KEY_VARIABLE)
-    return value.encode("utf-8") if value else None
-
-
-def manifest_hmac(manifest: bytes, key: bytes) -> str:
-    """The hex HMAC-SHA256 of the exact bytes of manifest.json under `key`."""
-    return hmac.new(key, manifest, hashlib.sha256).hexdigest()
-
-
-def signatures_of(outputs: Sequence[tuple[str, bytes]]) -> dict[str, str]:
-    """The `signatures` of a sample: output name -> sha256 of its bytes (a fingerprint, not a verdict)."""
-    return {name: sha256_bytes(data) for name, data in outputs}
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One measured invoke: `measurements.samples[index]`. A figure that is not known is None, never invented.
-
-    `cycles` and `instructions` are counts measured on the target, each `{"total": n, "segments": [...]}`
-    (their scopes are the result's `scopes`); `latency_s` and `segment_latency_s` are measured wall times;
-    `verification` compares each output with the reference. Vela's estimate is never a sample figure: it is
-    `segments[].estimated_cycles`."""
-
-    index: int
-    cycles: dict[str, Any] | None = None
-    traffic_beats: int | None = None
-    latency_s: float | None = None
-    port_utilization: dict[str, float] | None = None
-    utilization_fraction: float | None = None
-    energy: float | None = None
-    sanity: dict[str, Any] = field(default_factory=lambda: {"outputs_finite": True})
-    signatures: dict[str, str] = field(default_factory=dict)
-    instructions: dict[str, Any] | None = None
-    segment_latency_s: list[float] | None = None
-    verification: list[dict[str, Any]] | None = None
-
-    def __post_init__(self) -> None:
-        # Normalize numbers (numpy scalars, ints for reals) so JSON, CSV and statistics agree after a round trip.
-        def real(value: Any) -> float | None:
-            return None if value is None else float(value)
-
-        def integer(value: Any) -> int | None:
-            return None if value is None else int(value)
-
-        def counts(value: dict[str, Any] | None) -> dict[str, Any] | None:
-            if value is None:
-                return None
-            return {"total": int(value["total"]), "segments": [int(v) for v in value["segments"]]}
-
-        set_field = object.__setattr__
-        set_field(self, "index", int(self.index))
-        set_field(self, "cycles", counts(self.cycles))
-        set_field(self, "instructions", counts(self.instructions))
-        set_field(self, "traffic_beats", integer(self.traffic_beats))
-        for name in ("latency_s", "utilization_fraction", "energy"):
-            set_field(self, name, real(getattr(self, name)))
-        if self.segment_latency_s is not None:
-            set_field(self, "segment_latency_s", [float(v) for v in self.segment_latency_s])
-        if self.port_utilization is not None:
-            set_field(self, "port_utilization", {str(k): float(v) for k, v in self.port_utilization.items()})
-        if self.verification is not None:
-            set_field(self, "verification", [dict(check) for check in self.verification])
-        set_field(self, "sanity", dict(self.sanity))
-        set_field(self, "signatures", {str(k): str(v) for k, v in self.signatures.items()})
-
-    def to_json(self) -> dict[str, Any]:
-        def counts(value: dict[str, Any] | None) -> dict[str, Any] | None:
-            return None if value is None else {"total": value["total"], "segments": list(value["segments"])}
-
-        return {
-            "index": self.index,
-            "cycles": counts(self.cycles),
-            "traffic_beats": self.traffic_beats,
-            "latency_s": self.latency_s,
-            "port_utilization": None if self.port_utilization is None else dict(self.port_utilization),
-            "utilization_fraction": self.utilization_fraction,
-            "energy": self.energy,
-            "sanity": dict(self.sanity),
-            "signatures": dict(self.signatures),
-            "instructions": counts(self.instructions),
-            "segment_latency_s": None if self.segment_latency_s is None else list(self.segment_latency_s),
-            "verification": None if self.verification is None else [dict(check) for check in self.verification],
-        }
-
-    def segment_problem(self, segment_count: int) -> str | None:
-        """Why the sample's per-segment figures do not fit `segment_count` segments (`<field>: ...`), or None:
-        each list has one entry per segment, and instruction counts add up to their total."""
-        for name in ("cycles", "instructions"):
-            counts = getattr(self, name)
-            if counts is not None and len(counts["segments"]) != segment_count:
-                found = len(counts["segments"])
-                return f"{name}.segments: found {found} entries, expected one per segment ({segment_count})"
-        if self.instructions is not None and sum(self.instructions["segments"]) != self.instructions["total"]:
-            return (
-                f"instructions.segments: add up to {sum(self.instructions['segments'])}, "
-                f"not the total {self.instructions['total']}"
-            )
-        if self.segment_latency_s is not None and len(self.segment_latency_s) != segment_count:
-            found = len(self.segment_latency_s)
-            return f"segment_latency_s: found {found} entries, expected one per segment ({segment_count})"
-        return None
-
-    @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> Sample:
-        """A sample from an already schema-validated `measurements.samples[i]`."""
-
-        def real(value: Any) -> float | None:
-            return None if value is None else float(value)
-
-        return cls(
-            index=document["index"],
-            cycles=document["cycles"],
-            traffic_beats=document["traffic_beats"],
-            latency_s=real(document["latency_s"]),
-            port_utilization=None
-            if document["port_utilization"] is None
-            else {name: float(value) for name, value in document["port_utilization"].items()},
-            utilization_fraction=real(document["utilization_fraction"]),
-            energy=real(document["energy"]),
-            sanity=dict(document["sanity"]),
-            signatures=dict(document["signatures"]),
-            instructions=document.get("instructions"),
-            segment_latency_s=document.get("segment_latency_s"),
-            verification=document.get("verification"),
-        )
-
-
-def summary_csv(samples: Sequence[Sample], segment_count: int) -> str:
-    """`run_summary.csv`: one indexed row per sample; an unknown figure is an empty cell. Columns: index,
-    cycles_total, latency_s, energy, cycles_segment_<k>..., then instructions_total, instructions_segment_<k>...
-    and segment_latency_s_<k>..."""
-
-    def cell(value: Any) -> str:
-        return "" if value is None else repr(value) if isinstance(value, float) else str(value)
-
-    def per_segment(counts: dict[str, Any] | None) -> list[Any]:
-        return [None] * segment_count if counts is None else list(counts["segments"])
-
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(
-        [
-            "index",
-            "cycles_total",
-            "latency_s",
-            "energy",
-            *(f"cycles_segment_{k}" for k in range(segment_count)),
-            "instructions_total",
-            *(f"instructions_segment_{k}" for k in range(segment_count)),
-            *(f"segment_latency_s_{k}" for k in range(segment_count)),
-        ]
-    )
-    for sample in samples:
-        total = None if sample.cycles is None else sample.cycles["total"]
-        instructions = None if sample.instructions is None else sample.instructions["total"]
-        latencies = [None] * segment_count if sample.segment_latency_s is None else list(sample.segment_latency_s)
-        row = [sample.index, total, sample.latency_s, sample.energy, *per_segment(sample.cycles)]
-        row += [instructions, *per_segment(sample.instructions), *latencies]
-        writer.writerow([cell(v) for v in row])
-    return buffer.getvalue()
+PREVIOUS_SUFFIX = ".previous"
 
 
 def _check_samples(
@@ -352,9 +192,11 @@ def write_bundle(
 ) -> Path:
     """Write and verify the bundle in a temporary folder beside `result_dir`, then rename it into place.
     `result_dir` must be new, an empty folder or an earlier bundle that verifies (`check_bundle_target`);
-    an earlier bundle is renamed away, the new one renamed in, and only the earlier bundle's own files are
-    deleted. Returns the path of `result.json`. Raises ResultError (or ReceiptError, SchemaError) and then
-    publishes nothing, leaves the target as it was and no temporary or created folder behind."""
+    an earlier bundle is renamed to `previous_path(result_dir)`, which must then be new, an empty folder or
+    a bundle that verifies too (whose own files alone are then deleted), and the new one renamed in.
+    Returns the path of `result.json`. Raises ResultError (or ReceiptError, SchemaError) and then
+    publishes nothing, leaves the target and its `.previous` as they were and no temporary or created
+    folder behind."""
     target = Path(result_dir)
     files = build_bundle_files(
         runner_info=runner_info,
@@ -369,22 +211,49 @@ def write_bundle(
         runtime=runtime,
         scopes=scopes,
     )
-    check_bundle_target(target)  # before anything is written; again just before the earlier bundle is moved
+    check_publish_target(target)  # before anything is written; again just before the earlier bundle is moved
     with errors_naming(target):
-        old, earlier = _publish(target, files)
+        old, oldest = _publish(target, files)
     if old is not None:
-        _remove_bundle(old, earlier)
+        _remove_bundle(old, oldest)
     return target / RESULT_FILE
 
 
-def _publish(target: Path, files: dict[str, bytes]) -> tuple[Path | None, list[str]]:
-    """Stage `files` beside `target`, verify them and rename them into place; the folder the earlier bundle
-    was renamed to (None when there was none) and that bundle's files. On failure nothing is left."""
-    from heliabuild.results.reader import verify_bundle
+def previous_path(result_dir: str | os.PathLike[str]) -> Path:
+    """Where write_bundle keeps the bundle it replaces at `result_dir`: the sibling `<name>.previous`."""
+    target = Path(result_dir)
+    return target.with_name(target.name + PREVIOUS_SUFFIX)
 
+
+def check_publish_target(result_dir: str | os.PathLike[str]) -> None:
+    """Raise ResultError, as write_bundle would, unless a bundle may be published at `result_dir`: it passes
+    check_bundle_target and, when it holds an earlier bundle, so does `previous_path(result_dir)`. A command
+    calls it before a long run, so that a refusal comes first."""
+    if check_bundle_target(result_dir) is not None:
+        _check_previous_target(Path(result_dir))
+
+
+def _check_previous_target(target: Path) -> list[str] | None:
+    """check_bundle_target for `previous_path(target)`, the refusal saying why that folder matters."""
+    previous = previous_path(target)
+    try:
+        return check_bundle_target(previous)
+    except ResultError as error:
+        raise ResultError(
+            f"{target}: the bundle there would be kept as {previous}, but {error.message}",
+            hint=f"move {previous} away; heliabuild replaces only an earlier bundle there",
+        ) from None
+
+
+def _publish(target: Path, files: dict[str, bytes]) -> tuple[Path | None, list[str]]:
+    """Stage `files` beside `target`, verify them and rename them into place, the earlier bundle (if any)
+    onto `previous_path(target)`; the folder the bundle that was there was renamed to (None when there was
+    none) and that bundle's files, to delete. On failure nothing is left and both folders are as they were."""
     created = make_folders(target.parent)
+    previous = previous_path(target)
     staging: Path | None = None
     old: Path | None = None
+    kept = False
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
         for relative, data in files.items():
@@ -392,24 +261,31 @@ def _publish(target: Path, files: dict[str, bytes]) -> tuple[Path | None, list[s
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         os.chmod(staging, 0o755)
-        verify_bundle(staging)
-        earlier = check_bundle_target(target)
-        if earlier is not None:
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-            os.rmdir(old)
-            os.replace(target, old)
+        reader.verify_bundle(staging)
+        oldest = None
         try:
-            os.replace(staging, target)  # onto nothing, an empty folder, or (renamed away) the earlier bundle
+            if check_bundle_target(target) is not None:
+                oldest = _check_previous_target(target)
+                if oldest is not None:
+                    older = Path(tempfile.mkdtemp(prefix=f".{previous.name}.", suffix=".old", dir=target.parent))
+                    os.rmdir(older)
+                    os.replace(previous, older)
+                    old = older
+                os.replace(target, previous)  # onto nothing, an empty folder, or (renamed away) the older bundle
+                kept = True
+            os.replace(staging, target)  # onto nothing, an empty folder, or (kept) the earlier bundle
         except BaseException:
+            if kept:
+                os.replace(previous, target)
             if old is not None:
-                os.replace(old, target)
+                os.replace(old, previous)
             raise
     except BaseException:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
         remove_folders(created)
         raise
-    return old, earlier or []
+    return old, oldest or []
 
 
 def check_bundle_target(result_dir: str | os.PathLike[str]) -> list[str] | None:
@@ -418,8 +294,6 @@ def check_bundle_target(result_dir: str | os.PathLike[str]) -> list[str] | None:
     folder that verifies as one. Raises ResultError naming `result_dir` for anything else (a file, a
     symlink, a folder holding anything but a verified bundle, a bundle that was tampered with, a path
     inside a bundle): a bundle replaces only what is recognisably an earlier bundle."""
-    from heliabuild.results.reader import verify_bundle
-
     target = Path(result_dir)
     for parent in Path(os.path.realpath(target)).parents:
         if (parent / MANIFEST_FILE).is_file() and (parent / RESULT_FILE).is_file():
@@ -445,7 +319,7 @@ def check_bundle_target(result_dir: str | os.PathLike[str]) -> list[str] | None:
             hint="choose another -o, or an empty or new folder",
         )
     try:
-        earlier = verify_bundle(target)
+        earlier = reader.verify_bundle(target)
     except ResultError as error:
         raise ResultError(
             f"{target}: the folder is not empty and is not a result bundle that verifies ({error.message}); "

@@ -29,7 +29,7 @@ from typing import Any
 from heliabuild.documents import MAX_DOCUMENT_BYTES, parse_json, read_regular_file
 from heliabuild.errors import ReceiptError, ResultError, SchemaError
 from heliabuild.files import sha256_bytes
-from heliabuild.results.bundle import (
+from heliabuild.results.layout import (
     KEY_VARIABLE,
     MANIFEST_FILE,
     RESULT_FILE,
@@ -82,7 +82,7 @@ MAX_FILE_BYTES = MAX_DOCUMENT_BYTES
 MAX_BUNDLE_BYTES = 256 << 20
 """The most bytes read from one bundle, all files together (256 MiB)."""
 
-MAX_BUNDLE_ENTRIES = 65536
+MAX_BUNDLE_ENTRIES = 1 << 18
 """The most files and folders walked in one bundle."""
 
 

@@ -24,7 +24,8 @@ INITIALIZATIONS = (INTERPRETER_INITIALIZATION, AOT_INITIALIZATION)
 
 # Runtimes by the initialization they must report: interpreters allocate and run CALL_ONCE in the first
 # invoke; generated AOT code runs model_init() before measurement.
-INTERPRETER_RUNTIMES = frozenset({"litert", "heliart"})
+INTERPRETER_RUNTIMES = frozenset({"litert", "heliart", "tflm"})
+"""tflm: TFLite Micro in Arm's prebuilt runner on an FVP (the fvp backend)."""
 AOT_RUNTIMES = frozenset({"aot"})
 
 _FIELDS = ("schema", "version", "state", "warmup_invokes", "measured_invokes", "initialization", "call_once_present")

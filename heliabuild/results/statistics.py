@@ -200,6 +200,10 @@ def compute_statistics(samples: Sequence[Any], segment_count: int) -> Statistics
     for k in range(segment_count):
         counters[f"cycles.segment.{k}"] = counter_statistic([segment(s.cycles, k) for s in samples])
     counters["traffic_beats"] = counter_statistic([s.traffic_beats for s in samples])
+    if any(s.segment_traffic_beats is not None for s in samples):
+        for k in range(segment_count):
+            beats = [None if s.segment_traffic_beats is None else s.segment_traffic_beats[k] for s in samples]
+            counters[f"segment_traffic_beats.{k}"] = counter_statistic(beats)
     if any(s.instructions is not None for s in samples):
         totals = [None if s.instructions is None else s.instructions["total"] for s in samples]
         counters["instructions.total"] = counter_statistic(totals)

@@ -108,17 +108,18 @@ def build_runner(
     aot_plan: PathLike | None = None,
     backend: str = "litert",
     firmware: FirmwareBuild | None = None,
+    fvp_target: str | None = None,
+    fvp_timelimit_s: int | None = None,
 ) -> Path:
     """Write `<out_dir>/runner.json` (format 2) and the files it names; return its path.
 
     Backend `qemu-m55` needs `aot_plan`, the plan of `model` itself made for `mps3_an547`: the firmware is
     generated from them with the policy compiled in (heliabuild.runner.qemu.build_firmware), unless SCons
-    built it and passes it as `firmware`; its ELF and layout are copied beside runner.json."""
-    if backend == "fvp":
-        raise RunnerError(
-            "backend fvp needs an Arm FVP, which is not available",
-            hint="use backend litert, heliabuild's host backend",
-        )
+    built it and passes it as `firmware`; its ELF and layout are copied beside runner.json.
+
+    Backend `fvp` needs `vela_model` and `segments`: Vela's output is cut into per-segment sub-models for the
+    FVP named by its accelerator config and `fvp_target` (heliabuild.runner.fvp.build_fvp), `--timelimit`
+    `fvp_timelimit_s` (default 600)."""
     if backend not in BACKENDS:
         raise RunnerError(f"backend {backend!r} is not known; expected one of {', '.join(BACKENDS)}")
     aot = backend == qemu.BACKEND
@@ -168,6 +169,7 @@ def build_runner(
     if aot_plan is not None:
         _check_aot_plan(Path(aot_plan), recorded["aot_plan"], *plan_subject, platform=qemu.TARGET if aot else None)
 
+    _check_bundle_size(resolved, len(cut.graph_outputs))
     frozen = _freeze_policy(resolved, cut, aot)
     outputs.update(frozen.input_files)
 
@@ -190,6 +192,23 @@ def build_runner(
         outputs[qemu.LAYOUT_FILE] = firmware.layout
         document["files"] = {name: sha256_bytes(data) for name, data in sorted(outputs.items())}
         document["firmware"] = firmware.to_json()
+    if backend == "fvp":
+        from heliabuild.runner.fvp import build_fvp
+
+        section, fvp_files = build_fvp(
+            vela_model=recorded.get("vela_model"),
+            segments_document=parse_json(outputs[SEGMENTS_FILE], str(segments), "segments.json", error=RunnerError)
+            if segments
+            else None,
+            segment_count=len(cut.segments),
+            policy=frozen.document,
+            fvp_target=fvp_target,
+            timelimit_s=fvp_timelimit_s,
+            source=str(model_path),
+        )
+        outputs.update(fvp_files)
+        document["files"] = {name: sha256_bytes(data) for name, data in sorted(outputs.items())}
+        document["fvp"] = section
     validate(document, "runner", RUNNER_FILE)
     folder = Path(out_dir)
     earlier = check_runner_target(folder)
@@ -238,6 +257,25 @@ class FrozenPolicy:
     def fills(self, cut: SegmentedModel) -> list[bytes | None]:
         """The bytes each graph input is filled with before every invoke (None: zeros)."""
         return [self.input_files.get(f"{INPUTS_DIR}/input_{index}.bin") for index in range(len(cut.graph_inputs))]
+
+
+BUNDLE_FIXED_ENTRIES = 16
+"""Files and folders of a bundle besides the samples' (result, manifest, receipt, summary, their folders)."""
+
+
+def _check_bundle_size(policy: Policy, outputs: int) -> None:
+    """PolicyError, before anything runs, when the bundle of `policy.measured_invokes` samples of `outputs`
+    outputs each would hold more entries than the bundle reader reads (heliabuild.results.reader)."""
+    from heliabuild.results.reader import MAX_BUNDLE_ENTRIES
+
+    entries = policy.measured_invokes * (outputs + 1) + BUNDLE_FIXED_ENTRIES
+    if entries > MAX_BUNDLE_ENTRIES:
+        raise PolicyError(
+            f"{policy.source}: defaults.fvp.acquisition.measured_invokes: {policy.measured_invokes} samples of "
+            f"{outputs} outputs make a bundle of {entries} files and folders, more than the {MAX_BUNDLE_ENTRIES} "
+            "a bundle reader reads",
+            hint="measure fewer invokes",
+        )
 
 
 def _freeze_policy(resolved: Policy, cut: SegmentedModel, aot: bool) -> FrozenPolicy:

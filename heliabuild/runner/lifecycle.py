@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from heliabuild.errors import RunnerError
 from heliabuild.runner import qemu
 from heliabuild.runner.freeze import Runner, load_runner
 from heliabuild.runner.litert import LiteRTInstance, numpy_dtype
+from heliabuild.runner.measurement import Measurement
 from heliabuild.runner.segments import TensorInfo, cut_segments
 
 INITIALIZATION = "interpreter_allocate_and_first_invoke"
@@ -48,22 +48,6 @@ LITERT_SCOPES = {
     "instruction_resolution": None,
 }
 """What the host backend's figures count: wall time on the host, no counter."""
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What one run produced before it is written: the lifecycle it ran, per-sample figures (as
-    heliabuild.results.bundle.Sample keywords) and output bytes, the segments, and what the figures count."""
-
-    state: str
-    warmup_invokes: int
-    measured_invokes: int
-    initialization: str
-    call_once_present: bool | None
-    figures: list[dict[str, Any]]
-    outputs: list[list[tuple[str, bytes]]]
-    segments: list[dict[str, Any]]
-    scopes: dict[str, Any]
 
 
 def _input_values(runner: Runner, infos: list[TensorInfo]) -> list[np.ndarray]:
@@ -119,6 +103,10 @@ def _lifecycle_counts(runner: Runner) -> tuple[str, int, int]:
 def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
     """Execute the lifecycle the runner's policy states with the runner's backend; what it measured.
     `timeout_s` bounds a run on a simulated target (default heliabuild.runner.qemu.DEFAULT_TIMEOUT_S)."""
+    if runner.backend == "fvp":
+        from heliabuild.runner.fvp import measurement
+
+        return measurement(runner, timeout_s, _segments(runner))
     if runner.backend == qemu.BACKEND:
         return _measure_qemu(runner, qemu.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
     if runner.backend != "litert":
@@ -238,6 +226,7 @@ def run_runner(
     samples: list[Sample] = []
     output_bytes: list[list[tuple[str, bytes]]] = []
     scopes: dict[str, Any] | None = None
+    extra_versions: dict[str, str | None] = {}
     if runner.policy["fvp_enabled"]:
         result = measure(runner, timeout_s)
         receipt = Receipt(
@@ -254,6 +243,7 @@ def run_runner(
         output_bytes = result.outputs
         segments = result.segments
         scopes = result.scopes
+        extra_versions = result.provider_versions
         stage = "executed"
     else:  # the execution stage is disabled: a build-only result, with no receipt and no samples
         segments = _segments(runner)
@@ -267,6 +257,7 @@ def run_runner(
     if runner.backend == qemu.BACKEND and isinstance(firmware, dict):
         provider_versions["arm-none-eabi-gcc"] = firmware.get("toolchain")
         provider_versions["qemu-system-arm"] = _qemu_version()
+    provider_versions.update(extra_versions)
     return write_bundle(
         result_dir,
         runner_info={"sha256": runner.sha256, "format": runner.document["format"]},
@@ -283,7 +274,7 @@ def run_runner(
         provider_versions=provider_versions,
         created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         stage=stage,
-        runtime=qemu.RUNTIME if runner.backend == qemu.BACKEND else runner.backend,
+        runtime={qemu.BACKEND: qemu.RUNTIME, "fvp": "tflm"}.get(runner.backend, runner.backend),
         scopes=scopes,
     )
 

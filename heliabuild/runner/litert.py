@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,30 +28,53 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from heliabuild.errors import RunnerError
 from heliabuild.fence.contract import type_name
 from heliabuild.kernels.stream_split import StreamSplitError, StreamSplitPlan, TensorBuffer, stream_split_prepare
-from heliabuild.model.io import Model, serialize
+from heliabuild.model.io import Model, load_model, serialize
 from heliabuild.runner.segments import SegmentedModel, TensorInfo, cut_segments
 
 OP_RESOLVER = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
 """The op resolver of every interpreter heliabuild creates, segments and reference alike."""
 
 
-def new_interpreter(model_bytes: bytes) -> Interpreter:
-    """An allocated interpreter with heliabuild's op resolver."""
-    interpreter = Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=OP_RESOLVER)
-    interpreter.allocate_tensors()
+def litert_error(where: str, step: str, error: RuntimeError) -> RunnerError:
+    """RunnerError `<where>: LiteRT failed to <step>: <LiteRT's text>` for LiteRT's RuntimeError (a kernel that
+    fails to prepare or to invoke, such as a GATHER whose index is out of range), LiteRT's `Node number N (OP)
+    failed to ...` set off by a semicolon."""
+    text = re.sub(r"\s*(Node number \d+ \(\w+\) failed)", r"; \1", " ".join(str(error).split()))
+    return RunnerError(f"{where}: LiteRT failed to {step}: {text.strip('; ').rstrip('.')}")
+
+
+@contextmanager
+def litert_failure(where: str, step: str) -> Iterator[None]:
+    """LiteRT's RuntimeError inside the block raised as litert_error(where, step, error)."""
+    try:
+        yield
+    except RuntimeError as error:
+        raise litert_error(where, step, error) from None
+
+
+def new_interpreter(model_bytes: bytes, where: str = "<bytes>") -> Interpreter:
+    """An allocated interpreter with heliabuild's op resolver; RunnerError naming `where` when LiteRT cannot
+    prepare the model (litert_failure)."""
+    with litert_failure(where, "prepare the model"):
+        interpreter = Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=OP_RESOLVER)
+        interpreter.allocate_tensors()
     return interpreter
 
 
 def run_reference(model: Model | bytes, inputs: Sequence[np.ndarray], invokes: int = 1) -> list[list[np.ndarray]]:
-    """The outputs of LiteRT running `model` whole (one interpreter, `invokes` invokes with the same inputs)."""
+    """The outputs of LiteRT running `model` whole (one interpreter, `invokes` invokes with the same inputs).
+
+    Raises RunnerError (litert_failure) when LiteRT cannot prepare or invoke the model."""
     data = bytes(serialize(model)) if isinstance(model, Model) else bytes(model)
-    interpreter = new_interpreter(data)
+    where = f"{model.name if isinstance(model, Model) else '<bytes>'} (the reference)"
+    interpreter = new_interpreter(data, where)
     details = interpreter.get_input_details()
     results: list[list[np.ndarray]] = []
     for _ in range(invokes):
         for detail, value in zip(details, inputs, strict=True):
             interpreter.set_tensor(detail["index"], value)
-        interpreter.invoke()
+        with litert_failure(where, "invoke the model"):
+            interpreter.invoke()
         results.append([interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()])
     return results
 
@@ -70,14 +95,22 @@ def numpy_dtype(info: TensorInfo) -> np.dtype:
 
 
 class LiteRTInstance:
-    """One initialized instance: segment interpreters allocated, fences prepared."""
+    """One initialized instance: segment interpreters allocated, fences prepared.
+
+    A segment LiteRT cannot prepare or invoke raises RunnerError naming the model and the segment's original
+    operators (litert_failure)."""
 
     def __init__(self, model: Model | bytes | str) -> None:
-        self.cut: SegmentedModel = cut_segments(model)
+        loaded = load_model(model)
+        self.cut: SegmentedModel = cut_segments(loaded)
+        self._where = [
+            f"{loaded.name}: segment {segment.index} (operators {segment.op_range_start}..{segment.op_range_end})"
+            for segment in self.cut.segments
+        ]
         self.interpreters: list[Interpreter] = []
         self._local: list[dict[int, int]] = []
         for segment in self.cut.segments:
-            interpreter = new_interpreter(segment.model_bytes)
+            interpreter = new_interpreter(segment.model_bytes, self._where[segment.index])
             inputs = [d["index"] for d in interpreter.get_input_details()]
             outputs = [d["index"] for d in interpreter.get_output_details()]
             if len(inputs) != len(segment.inputs) or len(outputs) != len(segment.outputs):
@@ -169,11 +202,15 @@ class LiteRTInstance:
         plans = self._fence_plans
         last = len(interpreters) - 1
         marks = [time.perf_counter()]
-        for number, interpreter in enumerate(interpreters):
-            interpreter.invoke()
-            if number < last:
-                plans[number].run()
-            marks.append(time.perf_counter())
+        number = 0
+        try:  # one try around the loop: nothing is added to the timed path
+            for number, interpreter in enumerate(interpreters):
+                interpreter.invoke()
+                if number < last:
+                    plans[number].run()
+                marks.append(time.perf_counter())
+        except RuntimeError as error:
+            raise litert_error(self._where[number], "invoke it", error) from None
         self.check_addresses()
         return [end - start for start, end in itertools.pairwise(marks)]
 

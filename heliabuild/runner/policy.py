@@ -29,23 +29,18 @@ import jsonschema
 
 from heliabuild.documents import MAX_DOCUMENT_BYTES, check_json_values, read_regular_file, read_yaml, shown
 from heliabuild.errors import PolicyError
-from heliabuild.schema_files import load_schema, message_of
+from heliabuild.schema_files import check_keys, load_schema, message_of
 
+SCHEMA_NAME = "policy"
 STATES = ("carry", "single")
 UNSUPPORTED = ("bus_tracing", "per_layer_fencing")
 MAX_WARMUP_INVOKES = 1000
-MAX_MEASURED_INVOKES = 100_000
+MAX_MEASURED_INVOKES = 10_000
+"""At most 10000 measured invokes: the bundle keeps every sample's outputs as files (heliabuild.results.reader
+reads at most MAX_BUNDLE_ENTRIES entries; the runner build checks the product with the model's outputs)."""
 MAX_INPUT_INDEX = 65535
 OUTSIDE_OPT_IN = "allow_outside_policy_folder"
 """The `tensor_io` key that lets a policy file name input files outside its folder."""
-_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("defaults",),
-    "defaults": ("fvp",),
-    "defaults.fvp": ("enabled", "acquisition", "tensor_io", "verification", *UNSUPPORTED),
-    "defaults.fvp.verification": ("reference", "max_abs_diff"),
-    "defaults.fvp.acquisition": ("state", "warmup_invokes", "measured_invokes"),
-    "defaults.fvp.tensor_io": ("inputs", OUTSIDE_OPT_IN),
-}
 
 
 @dataclass(frozen=True)
@@ -76,13 +71,10 @@ class Policy:
         if document is None:
             document = {}
         check_json_values(document, source, "policy", error=PolicyError)
-        _check_keys(document, "", source)
-        defaults = document.get("defaults", {})
-        _check_keys(defaults, "defaults", source)
-        fvp = defaults.get("fvp", {})
-        _check_keys(fvp, "defaults.fvp", source)
-        acquisition = fvp.get("acquisition", {})
-        _check_keys(acquisition, "defaults.fvp.acquisition", source)
+        check_keys(_mapping(document, "", source), SCHEMA_NAME, source, error=PolicyError, index_format="[{}]")
+        defaults = _mapping(document.get("defaults", {}), "defaults", source)
+        fvp = _mapping(defaults.get("fvp", {}), "defaults.fvp", source)
+        acquisition = _mapping(fvp.get("acquisition", {}), "defaults.fvp.acquisition", source)
         where = "defaults.fvp.acquisition"
 
         for name in UNSUPPORTED:
@@ -128,7 +120,7 @@ class Policy:
             )
         verification = fvp.get("verification")
         if verification is not None:
-            _check_keys(verification, "defaults.fvp.verification", source)
+            _mapping(verification, "defaults.fvp.verification", source)
         _validate_schema(document, source)
         return cls(
             state=state,
@@ -188,20 +180,12 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     return Policy.from_json(document, str(source), base_dir=source.parent)
 
 
-def _check_keys(document: Any, where: str, source: str) -> None:
-    label = where or "(top level)"
+def _mapping(document: Any, where: str, source: str) -> dict[str, Any]:
+    """`document` itself when it is a mapping; PolicyError naming the field otherwise (its keys are checked
+    against the schema by heliabuild.schema_files.check_keys)."""
     if not isinstance(document, dict):
-        raise PolicyError(f"{source}: {label}: found {type(document).__name__}, expected a mapping")
-    allowed = _KEYS[where]
-    for key in document:
-        if key not in allowed:
-            field = f"{where}.{_key(key)}" if where else _key(key)
-            raise PolicyError(f"{source}: {field}: unknown key; {label} accepts {', '.join(allowed)}")
-
-
-def _key(key: object) -> str:
-    """A document's key as a message names it: as written, or shortened (see heliabuild.documents.shown)."""
-    return key if isinstance(key, str) and len(key) <= 60 else shown(key)
+        raise PolicyError(f"{source}: {where or '(top level)'}: found {type(document).__name__}, expected a mapping")
+    return document
 
 
 def _check_count(value: Any, field: str, source: str, maximum: int) -> None:
@@ -212,8 +196,7 @@ def _check_count(value: Any, field: str, source: str, maximum: int) -> None:
 
 
 def _tensor_io(fvp: dict[str, Any], source: str) -> tuple[TensorInput, ...]:
-    block = fvp["tensor_io"]
-    _check_keys(block, "defaults.fvp.tensor_io", source)
+    block = _mapping(fvp["tensor_io"], "defaults.fvp.tensor_io", source)
     entries = block.get("inputs")
     if not isinstance(entries, list):
         raise PolicyError(f"{source}: defaults.fvp.tensor_io.inputs: found {shown(entries)}, expected a list")
@@ -223,9 +206,6 @@ def _tensor_io(fvp: dict[str, Any], source: str) -> tuple[TensorInput, ...]:
         field = f"defaults.fvp.tensor_io.inputs[{position}]"
         if not isinstance(entry, dict):
             raise PolicyError(f"{source}: {field}: found {shown(entry)}, expected {{index, file}}")
-        for key in entry:
-            if key not in ("index", "file"):
-                raise PolicyError(f"{source}: {field}.{_key(key)}: unknown key; an input accepts index, file")
         index = entry.get("index")
         _check_count(index, f"{field}.index", source, MAX_INPUT_INDEX)
         if index in seen:
@@ -239,7 +219,7 @@ def _tensor_io(fvp: dict[str, Any], source: str) -> tuple[TensorInput, ...]:
 
 
 def _validate_schema(document: Any, source: str) -> None:
-    validator = jsonschema.Draft202012Validator(load_schema("policy"))
+    validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         where = ".".join(str(part) for part in error.absolute_path) or "(top level)"

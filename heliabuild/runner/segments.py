@@ -14,6 +14,13 @@ and unused tensors, buffers and operator codes dropped (the fence's opcode among
 themselves are returned as tensor pairs, which the backend executes with heliabuild's stream-split copy.
 An unfenced model is one segment: the whole model.
 
+`cut_segments(model, compiled=True)` cuts Vela's compiled model the same way, at the fences Vela keeps as CPU
+operators between its `ethos-u` operators (the fvp backend runs one sub-model per command stream). There, a
+tensor no operator produces, neither a constant nor a graph input, and read only by `ethos-u` operators is
+Vela's scratch area: it stays inside each segment that reads it instead of becoming a sub-model input. Vela's
+`OfflineMemoryAllocation` metadata (one arena offset per tensor of subgraph 0) is rewritten for the tensors
+each sub-model keeps, in their new order.
+
 Refused (RunnerError): a resource, variant or variable tensor crossing a fence, a resource variable used
 in more than one segment (each segment's interpreter would hold its own copy), any other tensor crossing
 a fence without a fence pair, a fence output read in more than one later segment, and an empty segment.
@@ -24,6 +31,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from heliabuild.errors import RunnerError
@@ -34,6 +42,10 @@ from heliabuild.model.opcodes import effective_builtin_code
 
 _OP = schema.BuiltinOperator
 _STATE_TYPES = {schema.TensorType.RESOURCE, schema.TensorType.VARIANT}
+ETHOS_U_OPERATOR = "ethos-u"
+"""The custom code of Vela's NPU operator: one command stream."""
+OFFLINE_ALLOCATION = b"OfflineMemoryAllocation"
+"""Vela's metadata: int32 version, subgraph, tensor count, then one arena offset per tensor (-1: planned online)."""
 
 
 @dataclass(frozen=True)
@@ -138,8 +150,9 @@ def _variable_names(model: Model, ops: list[schema.OperatorT]) -> set[tuple[str,
     return names
 
 
-def cut_segments(source: Model | str | bytes) -> SegmentedModel:
-    """Cut `source` (a fenced or unfenced model) into per-segment sub-models and fence steps."""
+def cut_segments(source: Model | str | bytes, *, compiled: bool = False) -> SegmentedModel:
+    """Cut `source` (a fenced or unfenced model; with `compiled`, Vela's compilation of one) into per-segment
+    sub-models and fence steps (module docstring)."""
     model = load_model(source)
     name = model.name
     subgraph = model.subgraphs[0]
@@ -178,6 +191,16 @@ def cut_segments(source: Model | str | bytes) -> SegmentedModel:
 
     def describe(tensor: int) -> str:
         return f"tensor {tensor} ({tensor_name(tensors[tensor])!r})"
+
+    npu_only: set[int] = set()  # tensors every reader of which is an ethos-u operator (Vela's scratch)
+    if compiled:
+        readers: dict[int, set[bool]] = {}
+        for op in operators:
+            npu = _custom_code(codes[op.opcodeIndex]) == ETHOS_U_OPERATOR
+            for tensor in indices(op.inputs):
+                if tensor >= 0:
+                    readers.setdefault(tensor, set()).add(npu)
+        npu_only = {tensor for tensor, kinds in readers.items() if kinds == {True}}
 
     # Every reader of a tensor, by segment (fence inputs count as readers of the fence).
     readers_by_segment: dict[int, set[int]] = {}
@@ -254,6 +277,8 @@ def cut_segments(source: Model | str | bytes) -> SegmentedModel:
                     continue
                 if constant(tensor) or tensors[tensor].isVariable:
                     continue
+                if tensor in npu_only and tensor not in producer and tensor not in graph_input_set:
+                    continue  # Vela's scratch area: inside the segment, not an input
                 first_reads[tensor] = None
         reads = list(first_reads)
         for tensor in reads:
@@ -354,7 +379,34 @@ def _segment_model(model: Model, group: list[int], inputs: list[int], outputs: l
     working = Model(root=root, name=model.name)
     _drop_unused_buffers(working)
     _drop_unused_opcodes(working)
+    _renumber_offline_allocation(working, kept)
     return bytes(serialize(working))
+
+
+def _custom_code(code: schema.OperatorCodeT) -> str | None:
+    custom = code.customCode
+    return custom.decode("utf-8", "replace") if isinstance(custom, bytes) else custom
+
+
+def _renumber_offline_allocation(model: Model, kept: list[int]) -> None:
+    """Rewrite Vela's OfflineMemoryAllocation metadata of `model` (a segment keeping tensors `kept` of the
+    whole model's subgraph 0, in that order) so that it names the segment's tensors; RunnerError when the
+    metadata does not describe the whole model's tensors."""
+    for metadata in model.root.metadata or []:
+        name = metadata.name.encode() if isinstance(metadata.name, str) else metadata.name
+        if name != OFFLINE_ALLOCATION:
+            continue
+        data = model.buffer_data(metadata.buffer)
+        values = [] if data is None or len(data) % 4 else np.frombuffer(bytes(data), dtype="<i4").tolist()
+        if len(values) < 3 or values[2] != len(values) - 3 or any(t >= values[2] for t in kept):
+            raise RunnerError(
+                f"{model.name}: OfflineMemoryAllocation metadata holds {len(values)} values, not a header and one "
+                "offset per tensor of subgraph 0"
+            )
+        rewritten = [values[0], values[1], len(kept), *(values[3 + t] for t in kept)]
+        buffer = schema.BufferT()
+        buffer.data = np.asarray(rewritten, dtype="<i4").view(np.uint8)
+        model.root.buffers[metadata.buffer] = buffer
 
 
 def _table_copy(subgraph: schema.SubGraphT) -> schema.SubGraphT:

@@ -3,8 +3,8 @@
 The library stages know nothing of SCons; this package only turns library
 calls into SCons builders, the way SCons's own Tool modules do. Load it from an
 installed heliabuild with `Environment(tools=['default', heliabuild.scons.tool])`
-(after `import heliabuild.scons`), or with `env.Tool('heliabuild')` and the thin
-tool in site_scons/site_tools, which delegates here; either adds:
+(after `import heliabuild.scons`), or with `env.Tool('helia')` and the site tool
+site_scons/site_tools/helia.py, which delegates here; either adds:
 
 - `HeliaSynth`: a deterministic synthetic model of a kind and seed
   (heliabuild.synth), see heliabuild.scons.synth;
@@ -22,7 +22,9 @@ tool in site_scons/site_tools, which delegates here; either adds:
 - `HeliaRun`: the result bundle of a runner (heliabuild.runner.lifecycle),
   see heliabuild.scons.runner;
 - the pseudo-builder `env.HeliaPipeline(name, model, ...)`, which chains the
-  stages and adds aliases, see heliabuild.scons.pipeline.
+  stages and adds aliases, see heliabuild.scons.pipeline;
+- the summary table of the pipelines whose run stage a build built or found
+  up to date, printed when the build ends, see heliabuild.scons.summary.
 
 Every target also depends on the integrity node, so a target that is no
 longer what SCons built is rebuilt (heliabuild.scons.integrity); loading the

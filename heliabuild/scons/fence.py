@@ -115,7 +115,7 @@ def fence_emitter(target: list[Node], source: list[Node], env: Environment) -> t
         )
     sidecar = fenced.dir.File(sidecar_path_for(fenced.name).name)
     targets = [fenced, sidecar]
-    add_stage_dependencies(env, targets)
+    add_stage_dependencies(env, targets, options=(FENCES,))
     return targets, list(source)
 
 

@@ -35,6 +35,7 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import FirmwareError, HeliaError
+from heliabuild.scons.leftovers import keep_folder_of
 from heliabuild.scons.messages import configuration_error, stage_comstr, stage_failed
 from heliabuild.scons.signatures import add_stage_dependencies
 
@@ -150,6 +151,7 @@ def firmware_library(env: Environment, target: str | None = None) -> Node:
     node = arm.Command(library, sources, Action(_library_action, cmdstr=f"${COMPILE_COMSTR}"))[0]
     arm.Depends(node, [env.Value(f"firmware toolchain {_toolchain_version()}"), *_header_nodes(env)])
     _LIBRARIES[library.get_abspath()] = node
+    keep_folder_of([node])
     return node
 
 
@@ -190,6 +192,7 @@ def link_firmware(
     # the action's signature, so a CacheDir serves the ELF to another checkout).
     program = arm.Program(node, [*objects, library], LINKFLAGS=[*arm["LINKFLAGS"], "$(", f"-T{script}", "$)"])[0]
     arm.Depends(program, env.File(str(script)))
+    keep_folder_of([*objects, program])
     return program
 
 

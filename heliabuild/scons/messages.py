@@ -19,9 +19,9 @@ import contextlib
 import os
 import sys
 import threading
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType, TracebackType
 
 import SCons
 from SCons.Errors import UserError
@@ -98,26 +98,35 @@ def node_path(node: Node) -> str:
 _NOT_USER_CODE = (Path(SCons.__file__).parent, Path(__file__).parent)
 
 
-def _calling_sconscript_line() -> str | None:
-    """`<file>:<line>` of the innermost frame outside SCons and this wiring (the SConscript call), if any."""
-    for frame in reversed(traceback.extract_stack()):
-        path = Path(frame.filename)
+def _calling_sconscript_frame() -> FrameType | None:
+    """The innermost frame outside SCons and this wiring (the SConscript's call), if any."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = Path(frame.f_code.co_filename)
         if not any(path.is_relative_to(folder) for folder in _NOT_USER_CODE):
-            return f"{frame.filename}:{frame.lineno}"
+            return frame
+        frame = frame.f_back
     return None
 
 
 def configuration_error(builder: str, target: Node | Sequence[Node] | str, problem: str) -> UserError:
-    """A UserError for a builder call that cannot work.
+    """A UserError for a builder call that cannot work, pointing at the SConscript line that made the call.
 
     Its message is `heliabuild: <builder> <target>: <problem> (called at <SConscript>:<line>)`;
-    `target` is the node(s) of the call, or a name (such as a pipeline's).
+    `target` is the node(s) of the call, or a name (such as a pipeline's). SCons follows its
+    `scons: *** <message>` line with the file and line of the innermost frame of the error's traceback
+    outside SCons; the error therefore carries a traceback that ends in the calling SConscript's frame, so
+    that line names the user's file, not heliabuild's wiring (raising it adds the frames it passes through
+    above that end).
     """
     if isinstance(target, str):
         names = target
     else:
         targets = [target] if isinstance(target, Node) else list(target)
         names = ", ".join(node_path(node) for node in targets)
-    where = _calling_sconscript_line()
-    called = f" (called at {where})" if where else ""
-    return UserError(f"heliabuild: {builder} {names}: {problem}{called}")
+    frame = _calling_sconscript_frame()
+    if frame is None:
+        return UserError(f"heliabuild: {builder} {names}: {problem}")
+    called = f" (called at {frame.f_code.co_filename}:{frame.f_lineno})"
+    error = UserError(f"heliabuild: {builder} {names}: {problem}{called}")
+    return error.with_traceback(TracebackType(None, frame, frame.f_lasti, frame.f_lineno))

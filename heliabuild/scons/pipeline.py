@@ -41,12 +41,17 @@ Contract:
   cannot be in a C identifier replaced by `_`), which names the plan and
   report. `policy` (a policy file or mapping) and `backend` set
   HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
-  (default 'litert'). Any other keyword is a construction variable passed to
-  every stage's builder (e.g. `HELIA_VELA_CONFIG=['my.ini']`).
+  (default 'litert'). `vela_config` (a Vela .ini path or node, or a list;
+  `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG. Any
+  other keyword is a construction variable passed to every stage's builder
+  (upper case, e.g. `HELIA_VELA_OPTIMISE='Size'`); a keyword that is not upper
+  case and not one of these (`config=`) is refused with a did-you-mean.
 - Aliases: `<name>` (every stage), `<name>-<stage>` (e.g. `kws-fence`,
   `kws-vela`) and, for a pipeline with a fence stage, `fenced_model`
   (every pipeline's fenced model and sidecar).
 - Returns a Pipeline: the nodes of each stage by name.
+- Summary: the pipeline gets a row of the table printed after a build that
+  built or found up to date its run stage (heliabuild.scons.summary).
 - A call that cannot work (a bad name, fences given both ways, an empty
   fence list, a pipeline name used twice) is a UserError naming the
   SConscript line, as for the builders.
@@ -54,16 +59,19 @@ Contract:
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from types import MappingProxyType
 
 import SCons.Node.Alias
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.scons import aot, fence, firmware, plan, runner, vela
+from heliabuild.scons import aot, fence, firmware, plan, runner, summary, vela
 from heliabuild.scons.messages import configuration_error, node_path
 
 METHOD_NAME = "HeliaPipeline"
@@ -325,6 +333,28 @@ def _request(
     )
 
 
+def _check_keywords(name: str, overrides: Mapping[str, object]) -> None:
+    """Refuse a keyword that is neither a HeliaPipeline argument nor a construction variable (upper case),
+    such as `config=`, with the closest arguments as a did-you-mean."""
+    for keyword in sorted(overrides):
+        if keyword != keyword.upper():
+            close = difflib.get_close_matches(keyword, _keywords(), n=3)
+            hint = f"; did you mean {' or '.join(f'{match}=' for match in close)}?" if close else ""
+            raise configuration_error(
+                METHOD_NAME,
+                name,
+                f"unknown keyword {keyword}={overrides[keyword]!r}{hint} "
+                f"(the keywords are {', '.join(_keywords())}; a construction variable is upper case)",
+            )
+
+
+@cache
+def _keywords() -> tuple[str, ...]:
+    """The keyword arguments of helia_pipeline (after `env`), in order."""
+    parameters = list(inspect.signature(helia_pipeline).parameters.values())[1:]
+    return tuple(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD)
+
+
 def helia_pipeline(
     env: Environment,
     name: str,
@@ -341,17 +371,21 @@ def helia_pipeline(
     aot_config: object = None,
     policy: object = None,
     backend: str | None = None,
+    vela_config: object = None,
     **overrides: object,
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
 
     `build_dir` is relative to the calling SConscript's folder (under a
-    variant dir, its build folder).
+    variant dir, its build folder). A keyword that is not upper case and not
+    one of these is a UserError (see _check_keywords).
     """
+    _check_keywords(str(name), overrides)
     options = {
         vela.ACCELERATOR: accelerator,
         vela.SYSTEM_CONFIG: system_config,
         vela.MEMORY_MODE: memory_mode,
+        vela.CONFIG: vela_config,
         plan.MIN_COVERAGE: min_coverage,
         aot.PLATFORM: platform,
         aot.PREFIX: prefix,
@@ -395,6 +429,7 @@ def helia_pipeline(
     alias = env.Alias(name, [node for nodes in built.values() for node in nodes])[0]
     if "fence" in built:
         env.Alias(FENCED_MODEL_ALIAS, built["fence"])
+    summary.register(name, built["run"][0])
     return Pipeline(
         name=name,
         stages=MappingProxyType({stage: tuple(nodes) for stage, nodes in built.items()}),

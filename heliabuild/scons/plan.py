@@ -7,7 +7,7 @@ Contract:
 - Sources: the unfenced `.tflite` model first, then Vela's per-layer CSV of
   that very model (`<stem>_per-layer.csv`, the second target of HeliaVela).
 - Target: one fence-plan JSON (default `<model stem>_fence_plan.json` beside
-  the model), written by `heliabuild.fence.plan_fences` with
+  the model), written by `heliabuild.planning.plan_fences` with
   `heliabuild.files.write_json`; it is bound to the model (its SHA-256,
   operator count, and each fence's tensor name and opcode) and records the
   budget and the coverage of Vela's estimate. HeliaFence takes it as its
@@ -19,7 +19,8 @@ Contract:
   the heliabuild / ai-edge-litert version or the recorded Vela version
   `HELIA_VELA_VERSION` change: attributing Vela's rows to operators reads
   Vela's own operator table, so this stage runs Vela's code too.
-- Prints `$HELIA_FENCEPLANCOMSTR` (default `heliabuild: plan-fences $TARGET`).
+- Prints `$HELIA_FENCEPLANCOMSTR` (default `heliabuild: plan-fences $TARGET`)
+  and, once planned, `heliabuild: plan-fences <target>: <n> fences, <n + 1> segments`.
   A HeliaError (coverage below `HELIA_MIN_COVERAGE`, a fenced model, a CSV
   that is not Vela's) stops the build with one `heliabuild: error: ...` line
   and leaves no plan.
@@ -43,6 +44,7 @@ STAGE = "plan-fences"
 BUDGET_CYCLES = "HELIA_BUDGET_CYCLES"
 MIN_COVERAGE = "HELIA_MIN_COVERAGE"
 COMSTR = "HELIA_FENCEPLANCOMSTR"
+STAGE_PREFIX = f"heliabuild: {STAGE} "
 MODEL_SUFFIX = ".tflite"
 CSV_SUFFIX = ".csv"
 TARGET_SUFFIX = "_fence_plan.json"
@@ -82,7 +84,7 @@ def plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tu
         raise configuration_error(
             BUILDER_NAME, plan, f"{MIN_COVERAGE} is {coverage!r}; expected a fraction from 0 to 1, e.g. 1.0"
         )
-    add_stage_dependencies(env, target, vela=True)
+    add_stage_dependencies(env, target, vela=True, options=(BUDGET_CYCLES, MIN_COVERAGE))
     return target, source
 
 
@@ -93,7 +95,7 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
     line for a HeliaError.
     """
     # Imported here, not at module level: reading the SConscripts must not pay for numpy and the schema.
-    from heliabuild.fence import plan_fences
+    from heliabuild.planning import plan_fences
 
     remove_leftovers(target)
     try:
@@ -101,6 +103,8 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
         write_json(str(target[0]), plan.to_json())
     except HeliaError as error:
         return stage_failed(error, target)
+    fences = len(plan.fences)
+    print(f"{STAGE_PREFIX}{node_path(target[0])}: {fences} fences, {fences + 1} segments", flush=True)
     return 0
 
 

@@ -21,8 +21,9 @@ Contract (docs/runner.md, "Wiring"):
 - HeliaRun source: one runner.json. Targets: `<dir>/result.json` (give it), `manifest.json` and, for a
   policy that executes (`enabled` not false), `run_summary.csv` and `artifacts/acquisition.json`. The
   per-sample output files are named after the model's outputs, known only when the run ends, so the
-  whole bundle folder is given to env.Clean: `scons -c` removes it. A measurement is not reproducible,
-  so the bundle is never put into (or taken from) a CacheDir. The bundle's files are Precious (SCons does
+  whole bundle folder is given to env.Clean: `scons -c` removes it, and `<dir>.previous/` beside it (the
+  earlier bundle the library keeps when a rerun replaces one). A measurement is not reproducible, so the
+  bundle is never put into (or taken from) a CacheDir. The bundle's files are Precious (SCons does
   not delete them before the run: the library replaces an earlier bundle whole, when it verifies), and
   result.json's integrity check verifies the whole bundle, so a tampered file reruns the stage, which
   refuses to replace it.
@@ -37,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,6 +78,8 @@ QEMU_BACKEND = "qemu-m55"
 FIRMWARE_FILE = "firmware.elf"
 LAYOUT_FILE = "firmware_layout.json"
 CONFIG_SOURCE = "helia_firmware.c"
+PREVIOUS_SUFFIX = ".previous"
+"""The library keeps the bundle a rerun replaced beside it, as `<bundle>.previous/`; `scons -c` removes it."""
 
 MODEL_SUFFIX = ".tflite"
 SOURCE_KINDS = (
@@ -226,7 +228,7 @@ def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> 
     env.Depends(targets, env.Value(f"{RUNNER_STAGE} policy {request['shown']}"))
     if present:
         env.Depends(targets, present)
-    add_stage_dependencies(env, targets)
+    add_stage_dependencies(env, targets, options=(BACKEND,))
     return targets, list(source)
 
 
@@ -340,7 +342,7 @@ def run_emitter(target: list[Node], source: list[Node], env: Environment) -> tup
     folder = result.dir
     names = [MANIFEST_FILE, *((SUMMARY_FILE, RECEIPT_FILE) if _runner_executes(source[0]) else ())]
     targets = [result, *(folder.File(name) for name in names)]
-    env.Clean(targets, folder)
+    env.Clean(targets, [folder, folder.up().Dir(f"{folder.name}{PREVIOUS_SUFFIX}")])
     env.NoCache(targets)
     env.Precious(targets)  # the library replaces an earlier bundle only whole, when it verifies
     set_verifier(result, _bundle_verifies)
@@ -408,39 +410,3 @@ def runner_builder() -> Builder:
 def run_builder() -> Builder:
     """A new HeliaRun builder (see the module docstring for its contract)."""
     return Builder(action=Action(run_action, cmdstr=f"${RUN_COMSTR}"), emitter=run_emitter, single_source=True)
-
-
-# --- the summary table of the repository's SConstruct ------------------------------------------------------------
-
-
-def summary_row(name: str, result_dir: str) -> list[str]:
-    """One row of summary_table: the pipeline, its backend, its segments, Vela's estimated cycles per segment
-    (an estimate), the measured figure's median per invoke (instructions on QEMU, host wall time on LiteRT,
-    each named by its unit) and the bundle path, read from the verified bundle with heliabuild.api."""
-    from heliabuild.api import load_result, measurement_samples
-
-    result = load_result(result_dir)
-    cycles = [segment["estimated_cycles"] for segment in result.segments]
-    samples = measurement_samples(result)
-    latencies = [s.latency_s for s in samples if s.latency_s is not None]
-    instructions = [s.instructions["total"] for s in samples if s.instructions is not None]
-    if instructions:
-        measured = f"{statistics.median(instructions):.0f} instructions"
-    elif latencies:
-        measured = f"{statistics.median(latencies) * 1e6:.1f} us host"
-    else:
-        measured = "-"
-    estimated = "/".join("-" if value is None else str(value) for value in cycles) or "-"
-    backend = result.document["run_identity"]["backend"]
-    return [name, backend, str(len(cycles)), estimated, measured, result_dir]
-
-
-def summary_table(rows: Sequence[Sequence[str]]) -> str:
-    """The table the repository's SConstruct prints after a build that ran or found up to date every run
-    stage: one row per pipeline (summary_row)."""
-    header = ["pipeline", "backend", "segments", "estimated cycles per segment", "measured median", "bundle"]
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * width for width in widths))
-    lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
-    return "\n".join(lines) + "\n"

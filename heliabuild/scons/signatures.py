@@ -2,8 +2,9 @@
 
 SCons decides what is stale from content signatures (the `content` decider)
 of every source, the action's own signature (its code plus the construction
-variables in its varlist, which hold the stage's options), and Value nodes
-for the version of every tool a stage runs. Upgrading heliabuild or
+variables in its varlist, which hold the stage's options), Value nodes
+for the version of every tool a stage runs, and a Value node per option
+(option_nodes), so `scons --debug=explain` names the option that changed. Upgrading heliabuild or
 ai-edge-litert therefore rebuilds every heliabuild target, upgrading
 ethos-u-vela rebuilds the stages that run Vela's code, and a target whose
 new output is byte-identical stops the rebuild from going further down.
@@ -27,6 +28,8 @@ from SCons.Node import Node
 
 import heliabuild
 from heliabuild.scons.integrity import integrity_node
+from heliabuild.scons.leftovers import keep_folder_of
+from heliabuild.scons.messages import node_path
 
 VELA_DISTRIBUTION = "ethos-u-vela"
 VELA_VERSION = "HELIA_VELA_VERSION"
@@ -67,9 +70,34 @@ def vela_version_node(env: Environment) -> Node:
     return env.Value(f"{VELA_DISTRIBUTION}=={env.get(VELA_VERSION)}")
 
 
-def add_stage_dependencies(env: Environment, targets: Sequence[Node], vela: bool = False) -> None:
-    """Make `targets` depend on the tool version Value nodes, so a tool upgrade rebuilds them, and on the
-    integrity node (heliabuild.scons.integrity), so a target that is no longer what SCons built is rebuilt.
+def readable(value: object) -> str:
+    """`value` as option_nodes shows it: a node by its path (messages.node_path), a list or tuple item by
+    item in brackets, anything else by its repr."""
+    if isinstance(value, Node):
+        return node_path(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(readable(item) for item in value) + "]"
+    return repr(value)
+
+
+def option_nodes(env: Environment, options: Sequence[str]) -> list[Node]:
+    """One Value node `option <NAME>=<value>` (readable) per construction variable of `options`.
+
+    The variables are in the action's varlist too, which alone would make
+    `scons --debug=explain` say only that the build action changed; with
+    these nodes it names the option: ``rebuilding `x' because `option
+    HELIA_VELA_ACCELERATOR='ethos-u85-256'' is a new dependency``.
+    """
+    return [env.Value(f"option {name}={readable(env.get(name))}") for name in options]
+
+
+def add_stage_dependencies(
+    env: Environment, targets: Sequence[Node], vela: bool = False, options: Sequence[str] = ()
+) -> None:
+    """Make `targets` depend on the tool version Value nodes, so a tool upgrade rebuilds them, on the
+    integrity node (heliabuild.scons.integrity), so a target that is no longer what SCons built is rebuilt,
+    and on option_nodes(env, options), so `--debug=explain` names an option that changed.
+    While cleaning, their folders go when they end up empty (heliabuild.scons.leftovers.keep_folder_of).
 
     With `vela`, for a stage that runs Vela's code, they also depend on
     vela_version_node(env).
@@ -78,4 +106,6 @@ def add_stage_dependencies(env: Environment, targets: Sequence[Node], vela: bool
     if vela:
         nodes.append(vela_version_node(env))
     nodes.append(integrity_node(env))
+    nodes += option_nodes(env, options)
     env.Depends(list(targets), nodes)
+    keep_folder_of(targets)

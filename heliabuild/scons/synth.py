@@ -63,7 +63,7 @@ def synth_emitter(target: list[Node], source: list[Node], env: Environment) -> t
         )
     if not env.get(KIND):
         raise configuration_error(BUILDER_NAME, target[0], f"{KIND} is not set; e.g. {KIND}='chain'")
-    add_stage_dependencies(env, target)
+    add_stage_dependencies(env, target, options=(KIND, SEED))
     return target, source
 
 

@@ -13,12 +13,14 @@ Contract:
   `<stem>_vela.tflite`, `<stem>_per-layer.csv`, `<stem>_summary_<system
   config>.csv` and `<stem>_segments.json` (heliabuild.vela.output_names).
   Give the first one (or no target: it is then derived from the source, beside
-  it); the emitter adds the others, so `scons -c` removes all four. Vela
+  it); the emitter adds the others, so `scons -c` removes all four, and the
+  summary CSVs of earlier system configs beside them. Vela
   names its outputs after the model, so a first target of another name is a
   configuration error.
 - Options come from construction variables (defaults in DEFAULTS):
   `HELIA_VELA_ACCELERATOR`, `HELIA_VELA_SYSTEM_CONFIG`, `HELIA_VELA_MEMORY_MODE`,
-  `HELIA_VELA_CONFIG` (Vela .ini files, each also a dependency),
+  `HELIA_VELA_CONFIG` (Vela .ini files, each also a dependency; a name of
+  one of Vela's packaged files such as `Arm/vela.ini` means that file),
   `HELIA_VELA_OPTIMISE` and `HELIA_VELA_EXTRA_ARGS`; None means Vela's
   own default. All are in the action's varlist.
 - Rebuilds when the model's (or the sidecar's, or a config file's) content,
@@ -45,10 +47,11 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
-from heliabuild.scons.leftovers import remove_leftovers
+from heliabuild.scons.leftovers import clean_earlier, remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
 from heliabuild.scons.scanners import sidecar_scanner
 from heliabuild.scons.signatures import VELA_DISTRIBUTION, VELA_VERSION, add_stage_dependencies, installed_version
+from heliabuild.vela.configs import resolve_config
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_system_config, output_names
 
 BUILDER_NAME = "HeliaVela"
@@ -126,10 +129,23 @@ def vela_options(env: Environment, target: Node) -> dict[str, object]:
 
 
 def config_nodes(env: Environment, target: Node) -> list[Node]:
-    """The File nodes of HELIA_VELA_CONFIG, resolved where the builder is called (a path or node, or a list)."""
+    """The File nodes of HELIA_VELA_CONFIG (a path or node, or a list), each the file Vela will read.
+
+    A path is relative to the calling SConscript's folder; one that names no file there, built or present,
+    but names one of Vela's packaged configuration files as Vela does (`Arm/vela.ini`), is that packaged
+    file (heliabuild.vela.configs.resolve_config), so its content is the dependency.
+    """
     value = env.get(CONFIG)
     items = [value] if isinstance(value, str | Node) else _text_list(env, CONFIG, target, "['vela.ini']")
-    return [env.File(item) for item in items]
+    nodes = []
+    for item in items:
+        node = env.File(item)
+        if isinstance(item, str) and not node.has_builder() and not node.srcnode().exists():
+            packaged = resolve_config(item)
+            if packaged.is_absolute() and packaged.is_file():
+                node = env.File(str(packaged))
+        nodes.append(node)
+    return nodes
 
 
 def vela_target_name(model_name: str) -> str:
@@ -166,12 +182,15 @@ def vela_emitter(target: list[Node], source: list[Node], env: Environment) -> tu
             f"give that name (in any folder) or no target",
         )
     targets = [compiled.dir.File(name) for name in names.values()]
+    system_config = str(options["system_config"] or default_system_config(accelerator))
+    earlier_summary = names["summary"].removesuffix(f"{system_config}.csv") + "*.csv"
+    clean_earlier(env, targets, compiled.dir, earlier_summary)  # summaries of earlier system configs
     configs = config_nodes(env, compiled)
     setattr(compiled.attributes, _CONFIG_PATHS, tuple(node_path(node) for node in configs))
     present = [node for node in configs if node.has_builder() or node.srcnode().exists()]
     if present:
         env.Depends(targets, present)
-    add_stage_dependencies(env, targets, vela=True)
+    add_stage_dependencies(env, targets, vela=True, options=OPTIONS)
     return targets, [model]
 
 

@@ -1,7 +1,7 @@
 """The heliabuild SCons tool: `generate(env)` and `exists(env)`.
 
 `heliabuild.scons.tool` (a callable, for `Environment(tools=['default', heliabuild.scons.tool])`) and
-site_scons/site_tools/heliabuild.py (for `env.Tool('heliabuild')`) both delegate here; either adds the
+site_scons/site_tools/helia.py (for `env.Tool('helia')`) both delegate here; either adds the
 heliabuild builders and their construction variables to an environment.
 """
 
@@ -15,7 +15,7 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 
 from heliabuild.locks import LockError, acquire, release
-from heliabuild.scons import aot, fence, firmware, pipeline, plan, runner, synth, vela
+from heliabuild.scons import aot, fence, firmware, pipeline, plan, runner, summary, synth, vela
 
 BUILDERS = {
     aot.BUILDER_NAME: aot.aot_builder,
@@ -52,10 +52,12 @@ def generate(env: Environment) -> None:
     a build that switches to a timestamp decider gives up its guarantees.
     So that the content decider holds for every file, the SCons option
     `max_drift` is set to -1 (see disable_max_drift). Two builds of one
-    project never run at once (see lock_the_build).
+    project never run at once (see lock_the_build). The build ends with the summary table of its
+    pipelines (heliabuild.scons.summary).
     """
     disable_max_drift()
     lock_the_build(env)
+    summary.install()
     for module in (aot, fence, firmware, plan, runner, synth, vela):
         env.SetDefault(**module.DEFAULTS)
     env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})

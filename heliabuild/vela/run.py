@@ -10,6 +10,7 @@ output complete or absent, never cut off.
 from __future__ import annotations
 
 import configparser
+import difflib
 import glob
 import os
 import re
@@ -34,6 +35,7 @@ from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, load_model, model_sha256
 from heliabuild.paths import check_outputs
 from heliabuild.schema_files import validate
+from heliabuild.vela.configs import packaged_config_folder, resolve_config
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_memory_mode, default_system_config, output_names
 from heliabuild.vela.per_layer import read_per_layer
 from heliabuild.vela.segments import SegmentsReport, estimate_segments, fence_after_ops
@@ -47,6 +49,19 @@ WORK_LOCK = ".lock"
 """The lock file in a work folder, held while the folder is in use."""
 WORK_LOCK_SUFFIX = ".vela.lock"
 """The model's lock `.<model stem>.vela.lock`, held while work folders are created or removed."""
+DEFAULT_CONFIG = "Arm/vela.ini"
+"""The packaged configuration file Vela reads when it is given none (Vela 4 and 5)."""
+OWN_OPTIONS = (
+    "--accelerator-config",
+    "--system-config",
+    "--memory-mode",
+    "--config",
+    "--optimise",
+    "--output-dir",
+    "--output-format",
+    "--verbose-performance",
+)
+"""Vela's options heliabuild sets itself (VelaOptions.arguments, _run_vela): never among `extra_args`."""
 
 
 @cache
@@ -82,7 +97,21 @@ class VelaOptions:
         return self.memory_mode or default_memory_mode(self.accelerator)
 
     def check(self, model: str) -> None:
-        """Raise VelaError for an option Vela would refuse, before Vela runs."""
+        """Raise VelaError, before Vela runs, for an option Vela would refuse: an unknown accelerator or
+        optimisation goal, a configuration file that is missing or not an .ini, a system config or memory mode
+        the files (or, given none, Vela's DEFAULT_CONFIG) do not define (listing the ones they do and suggesting
+        the nearest), and an extra argument that is, or abbreviates, one of OWN_OPTIONS."""
+        for argument in self.extra_args:
+            name = argument.partition("=")[0]
+            owned = [
+                option for option in OWN_OPTIONS if name.startswith("--") and len(name) > 2 and option.startswith(name)
+            ]
+            if owned:
+                raise VelaError(
+                    f"{model}: the extra Vela argument {argument!r} sets {owned[0]}, which heliabuild sets itself",
+                    hint="Give it through heliabuild's own option (e.g. --accelerator-config, --config; in SCons "
+                    "HELIA_VELA_ACCELERATOR, HELIA_VELA_CONFIG); extra arguments carry Vela's other options.",
+                )
         if self.accelerator not in accelerators():
             raise VelaError(
                 f"{model}: unknown accelerator {self.accelerator!r}; Vela {vela_version()} knows "
@@ -90,26 +119,26 @@ class VelaOptions:
             )
         if self.optimise is not None and self.optimise not in OPTIMISE_CHOICES:
             raise VelaError(f"{model}: optimise is {self.optimise!r}; expected one of {', '.join(OPTIMISE_CHOICES)}")
-        sections: dict[str, str] = {}  # section -> the first configuration file holding it
-        for path in self.config:
-            for section in _ini_sections(path):
-                sections.setdefault(section, path)
         if self.config and (self.system_config is None or self.memory_mode is None):
             raise VelaError(
                 f"{model}: a Vela configuration file needs an explicit system config and memory mode",
                 hint="Name the [System_Config.*] and [Memory_Mode.*] sections of the file to use.",
             )
-        if self.config:
-            for option, kind, name in (
-                ("--system-config", "System_Config", self.system_config),
-                ("--memory-mode", "Memory_Mode", self.memory_mode),
-            ):
-                if f"{kind}.{name}" not in sections:
-                    known = sorted(s.partition(".")[2] for s in sections if s.startswith(f"{kind}."))
-                    raise VelaError(
-                        f"{', '.join(self.config)}: no [{kind}.{name}] section for {option} {name}; "
-                        f"the file defines {', '.join(known) or f'no {kind} section'}"
-                    )
+        files = self.config or _default_config()
+        sections = {section for path in files for section in _ini_sections(path)}
+        for option, kind, name in (
+            ("--system-config", "System_Config", self.system_config),
+            ("--memory-mode", "Memory_Mode", self.memory_mode),
+        ):
+            if name is not None and files and f"{kind}.{name}" not in sections:
+                known = sorted(s.partition(".")[2] for s in sections if s.startswith(f"{kind}."))
+                nearest = [k for k in known if k.lower().startswith(name.lower())]
+                nearest = nearest or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+                raise VelaError(
+                    f"{', '.join(files)}: no [{kind}.{name}] section for {option} {name}; "
+                    f"the file defines {', '.join(known) or f'no {kind} section'}"
+                    + (f"; did you mean {nearest[0]!r}?" if nearest else "")
+                )
 
     def arguments(self) -> list[str]:
         arguments = ["--accelerator-config", self.accelerator, "--verbose-performance"]
@@ -117,12 +146,22 @@ class VelaOptions:
             arguments += ["--system-config", self.system_config]
         if self.memory_mode is not None:
             arguments += ["--memory-mode", self.memory_mode]
+        packaged = packaged_config_folder()
         for path in self.config:
-            # Vela resolves a relative "folder/file.ini" inside its own package; pass absolute paths.
-            arguments += ["--config", str(Path(path).resolve())]
+            # Vela resolves a relative "folder/file.ini" inside its own package (and warns when it is given one
+            # of its packaged files by another path): pass a packaged file by that name, any other absolute.
+            resolved = Path(path).resolve()
+            inside = packaged is not None and resolved.is_relative_to(packaged.resolve())
+            arguments += ["--config", resolved.relative_to(packaged.resolve()).as_posix() if inside else str(resolved)]
         if self.optimise is not None:
             arguments += ["--optimise", self.optimise]
         return [*arguments, *self.extra_args]
+
+
+def _default_config() -> tuple[str, ...]:
+    """The configuration file Vela reads when it is given none (its packaged DEFAULT_CONFIG), when installed."""
+    path = resolve_config(DEFAULT_CONFIG)
+    return (str(path),) if path.is_absolute() and path.is_file() else ()
 
 
 def _ini_sections(path: str) -> list[str]:
@@ -179,8 +218,12 @@ def compile(
     `out_dir`, not even from an earlier run, and `out_dir` itself (with its
     parents) is removed again when this call created it. Refuses, before
     writing anything, an output file that is the model, its sidecar or a
-    configuration file (heliabuild.paths.check_outputs). A `--config` file
-    must hold the named system config and memory mode sections. Vela runs in
+    configuration file (heliabuild.paths.check_outputs). A `config` entry
+    is a path or the name of one of Vela's packaged files, as Vela's help
+    gives it (`Arm/vela.ini`; heliabuild.vela.configs.resolve_config); the
+    files must hold the named system config and memory mode sections.
+    `extra_args` are passed to Vela after heliabuild's own, and may not set
+    one of OWN_OPTIONS. Vela runs in
     a locked work folder (_new_work_folder), so compiles at once into one
     folder never remove each other's work; segments.json records the compiled
     model's SHA-256 (`compiled_sha256`), which binds it to the model.
@@ -189,7 +232,7 @@ def compile(
         accelerator=accelerator,
         system_config=system_config,
         memory_mode=memory_mode,
-        config=tuple(str(path) for path in config),
+        config=tuple(str(resolve_config(path)) for path in config),
         optimise=optimise,
         extra_args=tuple(extra_args),
     )
@@ -332,7 +375,8 @@ def _vela_message(output: str) -> str:
     head, sep, rest = last.partition(": ")
     if sep and head.startswith("ethosu.") and " " not in head:
         last = rest
-    return last.strip("'\"")
+    quoted = len(last) > 1 and last[0] == last[-1] and last[0] in "'\""
+    return last[1:-1] if quoted else last
 
 
 def _report(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
 
 from heliabuild.fence.contract import is_fence_name
 from heliabuild.model.graph import indices, tensor_name
@@ -11,6 +15,29 @@ from heliabuild.model.io import Model
 from heliabuild.model.opcodes import operator_type
 
 NPU_OPERATOR = "ethos-u"
+_PAYLOAD_MAGIC = b"COP1"
+_CONFIG_ACTION = 0x01
+_PRODUCTS = {0: "ethos-u55", 1: "ethos-u65", 2: "ethos-u85"}
+"""The `product` field of the NPU config word Vela writes into each command stream's driver payload."""
+
+
+def stream_accelerator(compiled: Model, op: schema.OperatorT) -> str | None:
+    """The accelerator configuration (`ethos-u85-256`, ...) Vela compiled the `ethos-u` operator `op` for, read
+    from its command stream's driver payload (the `COP1` fourcc, then a config action whose word holds the
+    product and log2 of the MACs per cycle); None when the payload does not say."""
+    inputs = indices(op.inputs)
+    if not inputs or inputs[0] < 0:
+        return None
+    tensor = compiled.subgraphs[0].tensors[inputs[0]]
+    data = compiled.buffers[tensor.buffer].data if 0 <= tensor.buffer < len(compiled.buffers) else None
+    payload = b"" if data is None else np.asarray(data, dtype=np.uint8).tobytes()
+    if len(payload) < 12 or payload[:4] != _PAYLOAD_MAGIC:
+        return None
+    tag, config = struct.unpack_from("<II", payload, 4)
+    product = _PRODUCTS.get(config >> 28)
+    if tag & 0xFF != _CONFIG_ACTION or product is None:
+        return None
+    return f"{product}-{1 << (config & 0xF)}"
 
 
 @dataclass(frozen=True)

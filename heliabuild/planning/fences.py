@@ -1,5 +1,8 @@
 """Cost-based fence planning: cut a model where Vela's estimate reaches a budget.
 
+It uses both the fence contract (heliabuild.fence) and Vela's estimate (heliabuild.vela), so it sits above
+both, in heliabuild.planning.
+
 `plan_fences` budgets on Vela's per-layer estimate attributed to original
 operators (heliabuild.vela.attribution). Walking the operators in order, it
 closes a segment before an operator that would take the segment past
@@ -19,11 +22,14 @@ from ai_edge_litert import schema_py_generated as schema
 
 from heliabuild.errors import FenceError
 from heliabuild.fence.binding import primary_subgraph
-from heliabuild.fence.contract import is_fence_name
+from heliabuild.fence.contract import check_unfenced
 from heliabuild.fence.plan import Fence, FencePlan
 from heliabuild.model.graph import Graph, indices, tensor_name
 from heliabuild.model.io import Model, load_model, model_sha256
 from heliabuild.model.opcodes import operator_type
+from heliabuild.vela.attribution import attribute_rows, coverage_of
+from heliabuild.vela.binding import per_layer_mismatch
+from heliabuild.vela.per_layer import read_per_layer
 
 DEFAULT_MIN_COVERAGE = 1.0
 
@@ -45,22 +51,18 @@ def plan_fences(
     budget that is not a positive integer, and for a model that already has
     fences.
     """
-    # heliabuild.vela builds on heliabuild.fence, so it is imported here, not at module level.
-    from heliabuild.vela.attribution import attribute_rows, coverage_of
-    from heliabuild.vela.binding import per_layer_mismatch
-    from heliabuild.vela.per_layer import read_per_layer
-
     loaded = load_model(model)
     subgraph = primary_subgraph(loaded)
     if isinstance(budget_cycles, bool) or not isinstance(budget_cycles, int) or budget_cycles <= 0:
         raise FenceError(f"{loaded.name}: budget_cycles is {budget_cycles!r}; expected a positive number of cycles")
     if isinstance(min_coverage, bool) or not isinstance(min_coverage, int | float) or not 0 <= min_coverage <= 1:
         raise FenceError(f"{loaded.name}: min_coverage is {min_coverage!r}; expected a fraction from 0 to 1")
-    if any(is_fence_name(loaded.operator_codes[op.opcodeIndex]) for op in subgraph.operators or []):
-        raise FenceError(
-            f"{loaded.name}: the model already has fences; plan fences on the unfenced model",
-            hint="Run Vela on the unfenced model and plan from its per-layer CSV.",
-        )
+    check_unfenced(
+        loaded,
+        subgraph,
+        "plan fences on the unfenced model",
+        hint="Run Vela on the unfenced model and plan from its per-layer CSV.",
+    )
     rows = list(read_per_layer(per_layer) if isinstance(per_layer, str | os.PathLike) else per_layer)
     source = str(per_layer) if isinstance(per_layer, str | os.PathLike) else "the per-layer rows"
     if not rows:

@@ -1,0 +1,13 @@
+"""Arm Corstone FVPs: the `fvp` backend (docs/runner.md, "Running on an FVP"; ../shared/targets/fvp.md).
+
+One concept per module:
+
+- targets: the FVP executables, the NPU and MAC counts each runs, resolving and refusing a Vela output;
+- command: the documented command line of one job, and the record of it without machine paths;
+- locate: finding an FVP on PATH or in `$HELIA_FVP_DIR`, and its version;
+- firmware: Arm's prebuilt runner from the `mlia-ethos-u` package (path, SHA-256, package version);
+- launch: bounded, timed-out FVP subprocesses, run in parallel;
+- log: the strict UART log reader (the log, not the exit status, is the authority);
+- counters: merging the per-segment jobs of a sample into its figures;
+- backend: the runner build's and the run stage's parts.
+"""

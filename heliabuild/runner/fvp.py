@@ -1,0 +1,218 @@
+"""The `fvp` backend: Vela's output on an Arm Corstone FVP, run by Arm's prebuilt runner (docs/runner.md,
+"Running on an FVP").
+
+- `build_fvp(...)` is the runner build's part (heliabuild.runner.freeze.build_runner dispatches to it). It
+  resolves the target from the Vela accelerator config segments.json records and the `fvp_target` choice
+  (heliabuild.fvp.targets; refused before anything is written when the target cannot run it), locates the
+  prebuilt runner (heliabuild.fvp.firmware), checks that the policy is one the runner can honour, and cuts
+  Vela's compiled model at its fences into one sub-model per segment (heliabuild.runner.segments,
+  `compiled=True`): each holds that segment's command stream. It returns runner.json's `fvp` section and the
+  sub-model files (`fvp/segment_<k>.tflite`) to copy.
+- `measure_fvp(runner, timeout_s)` is the run stage's part (heliabuild.runner.lifecycle.measure dispatches to
+  it): one FVP job per segment, run in parallel, each log read strictly (heliabuild.fvp.log), the jobs'
+  counters merged into one sample (heliabuild.fvp.counters).
+
+Policy: the prebuilt runner boots, allocates, runs one inference and stops; it fills the inputs itself and
+prints no output tensor. So a runner is built only for `warmup_invokes` 0 and `measured_invokes` 1, without
+`tensor_io` or `verification`; anything else is refused by name rather than measured as something else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from heliabuild.errors import FvpError
+from heliabuild.files import sha256_bytes
+from heliabuild.fvp.command import DEFAULT_TIMELIMIT_S, MAX_MODEL_BYTES, MAX_TIMELIMIT_S, recorded_command
+from heliabuild.fvp.targets import resolve_target
+
+BACKEND = "fvp"
+RUNTIME = "tflm"
+"""The runtime an fvp run executes: TFLite Micro in Arm's prebuilt runner (an interpreter)."""
+INITIALIZATION = "interpreter_allocate_and_first_invoke"
+COUNTER_SCOPE = "npu_callbacks"
+SEGMENTS_DIR = "fvp"
+
+
+def segment_file(index: int) -> str:
+    return f"{SEGMENTS_DIR}/segment_{index}.tflite"
+
+
+def _check_policy(policy: dict[str, Any], source: str) -> None:
+    problems = []
+    if policy["warmup_invokes"] != 0:
+        problems.append(f"warmup_invokes {policy['warmup_invokes']} (the runner cannot warm up; it needs 0)")
+    if policy["measured_invokes"] != 1:
+        problems.append(f"measured_invokes {policy['measured_invokes']} (one inference per boot; it needs 1)")
+    if policy["tensor_io"] is not None:
+        problems.append("tensor_io (the runner fills its inputs itself)")
+    if policy.get("verification") is not None:
+        problems.append("verification (the runner prints no output tensor to compare)")
+    if problems:
+        raise FvpError(
+            f"{source}: the fvp backend's prebuilt runner boots, runs one inference and stops, so it cannot "
+            f"honour {'; '.join(problems)}",
+            hint="set defaults.fvp.acquisition to {state: single, warmup_invokes: 0, measured_invokes: 1}",
+        )
+
+
+def build_fvp(
+    *,
+    vela_model: bytes | None,
+    segments_document: dict[str, Any] | None,
+    segment_count: int,
+    policy: dict[str, Any],
+    fvp_target: str | None = None,
+    timelimit_s: int | None = None,
+    source: str = "runner",
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """runner.json's `fvp` section and the files to copy (module docstring). `segment_count` is the fenced
+    model's segment count, which the Vela model's cut must equal."""
+    from heliabuild.errors import RunnerError
+    from heliabuild.fvp.firmware import prebuilt_runner
+    from heliabuild.runner.segments import ETHOS_U_OPERATOR, cut_segments
+
+    if vela_model is None or segments_document is None:
+        raise FvpError(
+            f"{source}: backend fvp runs Vela's compiled model and reads its accelerator config from "
+            "segments.json; pass both the Vela model and its segments.json",
+            hint="heliabuild runner --vela-model M_vela.tflite --segments M_segments.json --backend fvp",
+        )
+    limit = DEFAULT_TIMELIMIT_S if timelimit_s is None else timelimit_s
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TIMELIMIT_S:
+        raise FvpError(f"{source}: FVP time limit {limit!r} is not a whole number of seconds in 1..{MAX_TIMELIMIT_S}")
+    config = resolve_target(segments_document["vela"]["accelerator"], fvp_target, source=source)
+    _check_policy(policy, source)
+    firmware = prebuilt_runner(config.target)
+    try:
+        cut = cut_segments(vela_model, compiled=True)
+    except RunnerError as error:
+        raise FvpError(f"{source}: the Vela model cannot be cut into per-segment sub-models: {error.message}") from None
+    if len(cut.segments) != segment_count:
+        raise FvpError(
+            f"{source}: the Vela model has {len(cut.segments)} segments between its fences, the model {segment_count}"
+        )
+    from heliabuild.model.io import load_model
+
+    files: dict[str, bytes] = {}
+    entries = []
+    for segment in cut.segments:
+        if len(segment.model_bytes) > MAX_MODEL_BYTES:
+            raise FvpError(
+                f"{source}: segment {segment.index}'s sub-model is {len(segment.model_bytes)} bytes; the prebuilt "
+                f"runner reads at most {MAX_MODEL_BYTES} at 0x90000000"
+            )
+        sub = load_model(segment.model_bytes)
+        streams = sum(
+            1
+            for op in sub.subgraphs[0].operators or []
+            if sub.operator_codes[op.opcodeIndex].customCode in (ETHOS_U_OPERATOR, ETHOS_U_OPERATOR.encode())
+        )
+        name = segment_file(segment.index)
+        files[name] = segment.model_bytes
+        entries.append(
+            {
+                "index": segment.index,
+                "file": name,
+                "sha256": sha256_bytes(segment.model_bytes),
+                "command_streams": streams,
+            }
+        )
+    section = {
+        "target": config.to_json(),
+        "firmware": firmware.to_json(),
+        "timelimit_s": limit,
+        "command": recorded_command(config, limit),
+        "segments": entries,
+    }
+    return section, files
+
+
+@dataclass(frozen=True)
+class FvpMeasurement:
+    """One verified run: per sample its figures and per-segment beats; the FVP that ran and its version."""
+
+    figures: list[dict[str, Any]]
+    segment_beats: list[list[int | None]]
+    fvp: str
+    fvp_version: str | None
+    firmware_version: str
+
+
+def measure_fvp(runner: Any, timeout_s: float | None = None) -> FvpMeasurement:
+    """Run the runner's jobs on its FVP and read them (module docstring). `timeout_s` lowers the host's bound
+    on each job (default: the recorded `--timelimit` plus heliabuild.fvp.launch.GRACE_S). FvpError for any job
+    the log does not show succeed; then nothing is published."""
+    from heliabuild.fvp.command import command_from_record
+    from heliabuild.fvp.counters import sample_figures, segment_beats
+    from heliabuild.fvp.firmware import installed_runner
+    from heliabuild.fvp.launch import GRACE_S, run_jobs
+    from heliabuild.fvp.locate import find_fvp, fvp_version
+    from heliabuild.fvp.log import read_job
+
+    source = str(runner.path)
+    section = runner.document.get("fvp")
+    if not isinstance(section, dict):
+        raise FvpError(
+            f"{source}: fvp: missing; a runner of backend fvp records its target and jobs there",
+            hint="rebuild the runner with heliabuild runner --backend fvp",
+        )
+    _check_policy(runner.policy, source)
+    for entry in section["segments"]:
+        if runner.document["files"].get(entry["file"]) != entry["sha256"]:
+            raise FvpError(f"{source}: fvp.segments[{entry['index']}]: {entry['file']} is not among the verified files")
+    target = section["target"]
+    executable = find_fvp(target["executable"])
+    application = installed_runner(section["firmware"], source)
+    bound = float(section["timelimit_s"]) + GRACE_S
+    if timeout_s is not None:
+        bound = min(bound, max(float(timeout_s), 0.001))
+    commands = [
+        command_from_record(section["command"], executable, application.path, str(runner.folder / entry["file"]))
+        for entry in section["segments"]
+    ]
+    figures = []
+    beats = []
+    for _ in range(int(runner.policy["measured_invokes"])):
+        runs = run_jobs(commands, bound)
+        jobs = [
+            read_job(run, target["npu"], f"{source}: segment {entry['index']} ({target['executable']})")
+            for run, entry in zip(runs, section["segments"], strict=True)
+        ]
+        figures.append(sample_figures(jobs))
+        beats.append(segment_beats(jobs))
+    return FvpMeasurement(
+        figures=figures,
+        segment_beats=beats,
+        fvp=target["executable"],
+        fvp_version=fvp_version(executable),
+        firmware_version=application.package_version,
+    )
+
+
+def measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, Any]]) -> Any:
+    """The heliabuild.runner.lifecycle.Measurement of one fvp run of `runner` (`segments`: the result's
+    segments with Vela's estimates). No output tensor is printed by the runner, so a sample has no outputs."""
+    from heliabuild.runner.measurement import Measurement
+
+    run = measure_fvp(runner, timeout_s)
+    policy = runner.policy
+    return Measurement(
+        state=policy["state"],
+        warmup_invokes=int(policy["warmup_invokes"]),
+        measured_invokes=int(policy["measured_invokes"]),
+        initialization=INITIALIZATION,
+        call_once_present=runner.call_once_present,
+        figures=run.figures,
+        outputs=[[] for _ in run.figures],
+        segments=segments,
+        scopes={
+            "cycles": COUNTER_SCOPE,
+            "instructions": None,
+            "latency_s": None,
+            "segment_latency_s": None,
+            "instruction_resolution": None,
+        },
+        provider_versions={run.fvp: run.fvp_version, "mlia-ethos-u": run.firmware_version},
+    )

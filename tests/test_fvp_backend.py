@@ -1,0 +1,239 @@
+"""The fvp backend against a FAKE FVP (tests/helpers/fake_fvp.py, a test double put on PATH) and the real
+prebuilt runner that `mlia-ethos-u` ships (its path and hash; no FVP runs it here)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from heliabuild.api import acquisition_facts, load_result
+from heliabuild.errors import FvpError, RunnerError
+from heliabuild.fence import rewrite_model_with_fences
+from heliabuild.files import sha256_bytes
+from heliabuild.fvp.targets import TARGETS
+from heliabuild.model import serialize
+from heliabuild.runner.freeze import build_runner, load_runner
+from heliabuild.runner.lifecycle import run_runner
+from heliabuild.synth import residual_network
+from heliabuild.vela import compile as vela_compile
+
+try:
+    importlib.metadata.distribution("mlia-ethos-u")
+except importlib.metadata.PackageNotFoundError:
+    pytest.skip(
+        "mlia-ethos-u is not installed (pip install heliabuild[fvp]); .ci/run installs it", allow_module_level=True
+    )
+
+FAKE = Path(__file__).parent / "helpers" / "fake_fvp.py"
+POLICY = {"defaults": {"fvp": {"acquisition": {"state": "single", "warmup_invokes": 0, "measured_invokes": 1}}}}
+CASES = {  # target choice -> (accelerator, executable)
+    "corstone-300": ("ethos-u55-128", "FVP_Corstone_SSE-300_Ethos-U55"),
+    "corstone-300/ethos-u65-256": ("ethos-u65-256", "FVP_Corstone_SSE-300_Ethos-U65"),
+    "corstone-310": ("ethos-u55-64", "FVP_Corstone_SSE-310"),
+    "corstone-320": ("ethos-u85-256", "FVP_Corstone_SSE-320"),
+}
+
+
+@pytest.fixture
+def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder of FAKE FVP executables (one per target name) first on PATH; returns the call log."""
+    folder = tmp_path / "fake-fvp-bin"
+    folder.mkdir()
+    text = f"#!{sys.executable}\n" + FAKE.read_text()
+    for target in TARGETS:
+        path = folder / target.executable
+        path.write_text(text)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    log = tmp_path / "fake-fvp-calls.jsonl"
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_FVP_LOG", str(log))
+    monkeypatch.delenv("HELIA_FVP_DIR", raising=False)
+    monkeypatch.delenv("FAKE_FVP_SCENARIO", raising=False)
+    return log
+
+
+_COMPILED: dict[tuple[str, str], dict[str, Path]] = {}
+
+
+def _compiled(tmp_path_factory: pytest.TempPathFactory, accelerator: str) -> dict[str, Path]:
+    """A residual network fenced after operators 1 and 7 (three segments), compiled by Vela for `accelerator`."""
+    key = ("residual", accelerator)
+    if key not in _COMPILED:
+        folder = tmp_path_factory.mktemp(f"fvp-{accelerator}")
+        fenced = rewrite_model_with_fences(bytes(serialize(residual_network(0))), [1, 7])
+        model = folder / "model_fenced.tflite"
+        model.write_bytes(bytes(fenced.fenced_bytes))
+        sidecar = folder / "model_fenced.fenced_boundaries.json"
+        sidecar.write_text(json.dumps(fenced.boundaries.to_json()))
+        vela = vela_compile(model, folder / "vela", accelerator=accelerator)
+        _COMPILED[key] = {"model": model, "sidecar": sidecar, "vela": vela.model, "segments": vela.segments_json}
+    return _COMPILED[key]
+
+
+def _build(out: Path, inputs: dict[str, Path], **options: object) -> Path:
+    return build_runner(
+        out,
+        model=inputs["model"],
+        policy=options.pop("policy", POLICY),
+        sidecar=inputs["sidecar"],
+        vela_model=inputs["vela"],
+        segments=inputs["segments"],
+        backend="fvp",
+        **options,
+    )
+
+
+@pytest.mark.parametrize("choice", sorted(CASES))
+def test_good_run_publishes_per_segment_counters(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, choice: str
+) -> None:
+    accelerator, executable = CASES[choice]
+    inputs = _compiled(tmp_path_factory, accelerator)
+    runner_json = _build(tmp_path / "runner", inputs, fvp_target=choice)
+    runner = load_runner(runner_json)
+    section = runner.document["fvp"]
+    assert section["target"]["executable"] == executable
+    assert section["target"]["accelerator"] == accelerator
+    assert [entry["command_streams"] for entry in section["segments"]] == [1, 1, 1]
+    assert not any(os.sep in part and part.startswith(os.sep) for part in section["command"])  # no machine path
+    # The firmware is the real prebuilt runner mlia-ethos-u ships: its distribution path and its bytes.
+    distribution = importlib.metadata.distribution("mlia-ethos-u")
+    firmware = section["firmware"]
+    assert firmware["source"] == "mlia-ethos-u" and firmware["package_version"] == distribution.version
+    assert firmware["file"].endswith("/mlek_inference_runner.axf") and "-tflm-ethos-" in firmware["file"]
+    runner_file = Path(str(distribution.locate_file(firmware["file"])))
+    assert sha256_bytes(runner_file.read_bytes()) == firmware["sha256"]
+
+    result_json = run_runner(runner_json, tmp_path / "result")
+    result = load_result(result_json.parent)  # the reader verifies the bundle
+    sizes = [len((runner.folder / entry["file"]).read_bytes()) for entry in section["segments"]]
+    (sample,) = result.samples
+    assert sample.cycles == {"total": sum(sizes), "segments": sizes}
+    fractions = 4 if accelerator.startswith("ethos-u85") else 3
+    beats = [sum(size // (k + 2) for k in range(fractions)) for size in sizes]
+    assert sample.segment_traffic_beats == beats and sample.traffic_beats == sum(beats)
+    statistics = result.statistics
+    assert statistics is not None and statistics.counters["segment_traffic_beats.2"] is not None
+    assert sample.sanity == {"outputs_finite": True, "counter_overflow": False}
+    document = json.loads(result_json.read_text())
+    assert document["runtime"] == "tflm" and document["scopes"]["cycles"] == "npu_callbacks"
+    assert document["provider_versions"][executable].startswith("Fake ")
+    assert document["provider_versions"]["mlia-ethos-u"] == distribution.version
+    facts = acquisition_facts(result)
+    assert facts is not None and facts.counter_scope == "npu_callbacks"
+    from heliabuild.results.export import export, show
+
+    assert "segment_traffic_beats.0" in show(result_json.parent)
+    assert json.loads(export(result_json.parent, fields="samples", fmt="json"))[0]["segment_traffic_beats"] == beats
+    calls = [json.loads(line) for line in fake_fvp.read_text().splitlines()]
+    assert sum(1 for call in calls if call[1:] != ["--version"]) == 3  # one job per segment
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [
+        ("missing-metric", "lacks NPU ACTIVE"),
+        ("count-mismatch", "holds 2 <metrics> blocks"),
+        ("timeout", "Simulated time has been exceeded (a timeout)"),
+        ("fault", "the runner failed: 'ERROR - HardFault"),
+        ("no-eot", "sent no EOT"),
+        ("cut", "ends mid-line"),
+    ],
+)
+def test_bad_run_publishes_nothing(
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    fake_fvp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    scenario: str,
+    message: str,
+) -> None:
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    monkeypatch.setenv("FAKE_FVP_SCENARIO", scenario)
+    with pytest.raises(FvpError) as caught:
+        run_runner(runner_json, tmp_path / "result")
+    assert message in caught.value.message
+    assert caught.value.message.count("\n") == 0
+    assert not (tmp_path / "result").exists()
+
+
+def test_refused_accelerator_configs(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    with pytest.raises(FvpError, match=r"compiled for ethos-u85-256, but corstone-300 runs ethos-u55 or ethos-u65"):
+        _build(tmp_path / "a", _compiled(tmp_path_factory, "ethos-u85-256"), fvp_target="corstone-300")
+    with pytest.raises(FvpError, match=r"compiled for ethos-u55-256, but FVP target .* runs ethos-u55-128"):
+        _build(tmp_path / "b", _compiled(tmp_path_factory, "ethos-u55-256"), fvp_target="corstone-300/ethos-u55-128")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_policy_the_prebuilt_runner_cannot_honour(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    policy = {"defaults": {"fvp": {"acquisition": {"state": "carry", "warmup_invokes": 2, "measured_invokes": 3}}}}
+    with pytest.raises(FvpError, match=r"cannot honour warmup_invokes 2 .*measured_invokes 3"):
+        _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"), policy=policy)
+
+
+def test_missing_fvp_is_one_clear_error(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    monkeypatch.setenv("HELIA_FVP_DIR", str(tmp_path / "no-fvp"))
+    with pytest.raises(FvpError, match="FVP_Corstone_SSE-300_Ethos-U55 is not in \\$HELIA_FVP_DIR") as caught:
+        run_runner(runner_json, tmp_path / "result")
+    assert "install Arm's FVP_Corstone_SSE-300_Ethos-U55" in (caught.value.hint or "")
+
+
+def test_helia_fvp_dir_finds_the_fvp(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    folder = fake_fvp.parent / "fake-fvp-bin"
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    monkeypatch.setenv("HELIA_FVP_DIR", str(folder))
+    assert run_runner(runner_json, tmp_path / "result").is_file()
+
+
+def test_vela_model_and_segments_are_required(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    inputs = _compiled(tmp_path_factory, "ethos-u55-128")
+    with pytest.raises(FvpError, match=r"pass both the Vela model and its segments\.json"):
+        build_runner(
+            tmp_path / "runner", model=inputs["model"], policy=POLICY, sidecar=inputs["sidecar"], backend="fvp"
+        )
+
+
+def test_changed_prebuilt_runner_is_refused(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path
+) -> None:
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    document = json.loads(runner_json.read_text())
+    document["fvp"]["firmware"]["sha256"] = "0" * 64
+    runner_json.write_text(json.dumps(document))
+    with pytest.raises((FvpError, RunnerError), match=r"the runner was built with 0{64}"):
+        run_runner(runner_json, tmp_path / "result")
+
+
+def test_cli_runner_and_run(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from heliabuild.cli import main
+
+    inputs = _compiled(tmp_path_factory, "ethos-u85-256")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(json.dumps(POLICY))
+    arguments = ["runner", "--model", str(inputs["model"]), "--sidecar", str(inputs["sidecar"])]
+    arguments += ["--vela-model", str(inputs["vela"]), "--segments", str(inputs["segments"]), "--policy", str(policy)]
+    arguments += ["--backend", "fvp", "--fvp-target", "corstone-320", "--fvp-timelimit", "120"]
+    assert main([*arguments, "-o", str(tmp_path / "runner")]) == 0
+    document = json.loads((tmp_path / "runner" / "runner.json").read_text())
+    assert document["fvp"]["timelimit_s"] == 120 and document["fvp"]["command"][-2:] == ["--timelimit", "120"]
+    assert "mps4_board.subsystem.ethosu.num_macs=256" in document["fvp"]["command"]
+    assert main(["run", str(tmp_path / "runner" / "runner.json"), "-o", str(tmp_path / "result")]) == 0
+    assert (tmp_path / "result" / "result.json").is_file()
+    other = [*arguments[:-6], "--backend", "fvp", "--fvp-target", "corstone-300", "-o", str(tmp_path / "other")]
+    assert main(other) == 2
+    assert "corstone-300 runs ethos-u55 or ethos-u65 only" in capsys.readouterr().err
