@@ -76,6 +76,15 @@ def remove_folders(created: Iterable[Path]) -> None:
             folder.rmdir()
 
 
+def remove_files(paths: Iterable[Path]) -> None:
+    """Remove each of `paths` that is a regular file; a symlink, a folder or a missing path is left alone.
+    Callers pass only files they wrote, or earlier outputs they recognised as their own."""
+    for path in paths:
+        if path.is_file() and not path.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
 def write_atomic(path: str | os.PathLike[str], chunks: bytes | Iterable[bytes | memoryview]) -> None:
     """Write `chunks` to `path` through a temporary file in the same folder (its missing parent folders are
     created). On failure nothing is left: no temporary file, no folder this call created; an OSError names

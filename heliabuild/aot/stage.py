@@ -14,9 +14,8 @@ survives beside a model it does not describe.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from heliabuild.aot.config import AotConfig, as_config
 from heliabuild.aot.platforms import Platform, get_platform
 from heliabuild.aot.prefix import StageInputError, check_prefix
+from heliabuild.documents import read_json
 from heliabuild.errors import HeliaError
-from heliabuild.files import json_text, write_all_or_nothing
+from heliabuild.files import json_text, remove_files, write_all_or_nothing
 
 if TYPE_CHECKING:
     from heliabuild.model.io import Model
@@ -80,8 +80,10 @@ def write_plan(
     None (the defaults); `vela_per_layer` Vela's per-layer CSV of the model,
     for the report's measurements, which must be bound to the model
     (check_per_layer_binding). Raises HeliaError for bad input, after
-    removing both outputs (a prefix that is not a C identifier names no
-    output, and is refused before anything else).
+    removing an earlier plan and report at the output names, when they are
+    recognisably heliabuild's (they validate against their schemas); a
+    prefix that is not a C identifier names no output, and is refused before
+    anything else.
     """
     from heliabuild.aot.planner import make_plan
     from heliabuild.aot.records import validate_plan_document, validate_report_document
@@ -112,8 +114,18 @@ def write_plan(
             }
         )
     except HeliaError:
-        for path in (plan_path, report_path):
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                path.unlink()
+        # No stale-but-plausible plan or report of an earlier run is left behind, but only a file that is
+        # recognisably one (it validates against its schema) is removed: anything else is the user's.
+        checks = ((plan_path, validate_plan_document), (report_path, validate_report_document))
+        remove_files(path for path, check in checks if _is_earlier_output(path, check))
         raise
     return PlanOutputs(plan=plan_path, report=report_path, warnings=result.warnings)
+
+
+def _is_earlier_output(path: Path, check: Callable[[Any, str], None]) -> bool:
+    """Whether `path` is a file heliabuild wrote: JSON that `check` (its schema's validator) accepts."""
+    try:
+        check(read_json(path, "earlier output"), str(path))
+    except HeliaError:
+        return False
+    return True

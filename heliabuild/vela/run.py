@@ -24,12 +24,12 @@ from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 
-from heliabuild.documents import read_text
+from heliabuild.documents import read_json, read_text
 from heliabuild.errors import HeliaError, VelaError
 from heliabuild.fence.contract import is_fence_name
 from heliabuild.fence.names import sidecar_path_for
 from heliabuild.fence.sidecar import load_sidecar
-from heliabuild.files import make_folders, remove_folders, write_json
+from heliabuild.files import make_folders, remove_files, remove_folders, sha256_file, write_json
 from heliabuild.locks import acquire, is_held, locked
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, load_model, model_sha256
@@ -255,6 +255,8 @@ def compile(
     except BaseException:
         remove_folders(created)
         raise
+    moved: list[Path] = []
+    earlier: list[Path] | None = None
     try:
         output = _run_vela(source, work, options)
         produced = {role: work / name for role, name in names.items()}
@@ -267,13 +269,16 @@ def compile(
         validate(document, "segments", str(target / names["segments"]))
         write_json(produced["segments"], document)
         warnings = _warnings(output, report, _fence_outputs(loaded))
+        earlier = _earlier_outputs(target, names, source)
         for role, name in names.items():
             _move(produced[role], target / name)
+            moved.append(target / name)
     except BaseException as failure:
+        remove_files(moved)  # this call's own outputs: complete or absent
         if isinstance(failure, HeliaError):
-            # A failed stage leaves no stale-but-plausible output from an earlier run behind.
-            for name in names.values():
-                (target / name).unlink(missing_ok=True)
+            # A failed stage leaves no stale-but-plausible output from an earlier run behind, but removes
+            # only what is recognisably an earlier run's (_earlier_outputs).
+            remove_files(earlier if earlier is not None else _earlier_outputs(target, names, source))
         _remove_work(work, work_lock)
         remove_folders(created)  # only the folders this call created, and only while empty
         raise
@@ -333,6 +338,22 @@ def _new_work_folder(folder: Path, stem: str) -> tuple[Path, int]:
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
+
+
+def _earlier_outputs(target: Path, names: dict[str, str], source: Path) -> list[Path]:
+    """The files of an earlier compile of `source` into `target`, when they are recognisably ours: its
+    segments.json is heliabuild's (it validates) and names this model, and the compiled model beside it has
+    the hash it records. Anything else at those names is the user's and is not listed."""
+    segments = target / names["segments"]
+    compiled = target / names["model"]
+    try:
+        document = read_json(segments, "segments.json", error=VelaError)
+        validate(document, "segments", str(segments))
+        if document.get("model") != source.name or document.get("compiled_sha256") != sha256_file(compiled):
+            return []
+    except (HeliaError, OSError):
+        return []
+    return [target / name for name in names.values()]
 
 
 def _remove_work(work: Path, lock: int) -> None:
