@@ -153,9 +153,8 @@ def test_aot_plan_refuses_another_models_per_layer_csv_naming_the_first_row(
 ) -> None:
     from heliabuild.aot.stage import StageInputError, write_plan
 
-    stale = [tmp_path / "kws_plan.json", tmp_path / "kws_report.json"]
-    for path in stale:
-        path.write_text("{}\n", encoding="utf-8")  # an earlier run's outputs: removed, not left beside the model
+    write_plan(kws["vela_model"], tmp_path, "kws", "corstone300_ethos_u55")  # an earlier run's outputs: removed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kws_plan.json", "kws_report.json"]
     with pytest.raises(StageInputError) as caught:
         write_plan(kws["vela_model"], tmp_path, "kws", "corstone300_ethos_u55", None, resnet["per_layer"])
     rows = read_per_layer(resnet["per_layer"])
