@@ -93,7 +93,8 @@ def cross_environment(env: Environment) -> Environment:
     from heliabuild.firmware.toolchain import ARM_GCC, C_FLAGS, CPU_FLAGS, LINK_FLAGS
 
     cache = env.get_CacheDir().path
-    key = (cache, env.get(COMPILE_COMSTR), env.get(LINK_COMSTR))
+    cache_class = env.validate_CacheDir_class()  # a remote cache's class too (heliabuild.scons.remote_cache)
+    key = (cache, cache_class, env.get(COMPILE_COMSTR), env.get(LINK_COMSTR))
     known = _CROSS.get(key)
     if known is not None:
         return known
@@ -116,7 +117,7 @@ def cross_environment(env: Environment) -> Environment:
         HELIA_FIRMWARELINKCOMSTR=env.get(LINK_COMSTR),
         HELIA_FIRMWARECCCOMSTR=env.get(COMPILE_COMSTR),
     )
-    arm.CacheDir(cache)
+    arm.CacheDir(cache, cache_class)
     _CROSS[key] = arm
     return arm
 

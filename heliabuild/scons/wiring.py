@@ -15,7 +15,7 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 
 from heliabuild.locks import LockError, acquire, release
-from heliabuild.scons import aot, fence, firmware, pipeline, plan, runner, summary, synth, vela
+from heliabuild.scons import aot, fence, firmware, pipeline, plan, remote_cache, runner, summary, synth, vela
 
 BUILDERS = {
     aot.BUILDER_NAME: aot.aot_builder,
@@ -53,9 +53,11 @@ def generate(env: Environment) -> None:
     So that the content decider holds for every file, the SCons option
     `max_drift` is set to -1 (see disable_max_drift). Two builds of one
     project never run at once (see lock_the_build). The build ends with the summary table of its
-    pipelines (heliabuild.scons.summary).
+    pipelines (heliabuild.scons.summary). The option `--helia-cache-url` (or HELIA_CACHE_URL) adds a remote
+    build cache to the CacheDir (heliabuild.scons.remote_cache).
     """
     disable_max_drift()
+    remote_cache.configure(env)
     lock_the_build(env)
     summary.install()
     for module in (aot, fence, firmware, plan, runner, synth, vela):
