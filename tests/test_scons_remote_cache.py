@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import require_firmware_tools
 from helpers.nginx import Nginx, free_port, running_nginx
 from test_scons import SITE_TOOLS, output_of, scons_command
 from test_scons_pipeline import snapshot
@@ -33,7 +34,7 @@ if ARGUMENTS.get("local_cache"):
     CacheDir(ARGUMENTS["local_cache"])
 env = Environment(tools=["helia"], toolpath=[{site_tools!r}])
 model = env.HeliaSynth("kws.tflite", HELIA_SYNTH_KIND="chain", HELIA_SYNTH_SEED=0)
-env.HeliaPipeline("kws", model, fences=[3, 6], build_dir="build")
+env.HeliaPipeline("kws", model, fences=[3, 6], build_dir="build", backend=ARGUMENTS.get("backend", "litert"))
 """
 STAGE_LINES = {
     "heliabuild: synth kws.tflite",
@@ -294,3 +295,23 @@ def test_a_tampered_entry_is_ignored_with_a_warning_rebuilt_and_repaired(
     assert retrieved(result) == sorted(expected)
     assert cacheable(project) == cacheable(reference)
     assert repaired == fenced  # the file built here was stored over the corrupted content
+
+
+def test_a_qemu_pipelines_firmware_is_fetched_too(tmp_path: Path) -> None:
+    """The firmware library, objects and ELF are built in their own cross environment, which takes the
+    remote cache from the pipeline's environment: a second checkout compiles and links nothing."""
+    require_firmware_tools()
+    with running_nginx(tmp_path / "server") as server:
+        arguments = (f"--helia-cache-url={server.url}/{PREFIX}", "backend=qemu-m55")
+        first = checkout(tmp_path / "first")
+        filling = built(first, *arguments)
+        assert any(line.startswith("heliabuild: firmware-link ") for line in stage_lines(filling))
+        second = checkout(tmp_path / "second")
+        result = built(second, *arguments)
+    assert stage_lines(result) == {RUN_LINE}, output_of(result)
+    assert retrieved(result) == sorted(cacheable(first))
+    assert "build/heliabuild-firmware/mps3_an547/libheliafirmware.a" in retrieved(result)
+    assert cacheable(second) == cacheable(first)
+    elf = Path("build/runner/kws.firmware/firmware.elf")
+    assert (second / elf).stat().st_mode & 0o111 and (first / elf).stat().st_mode & 0o111
+    assert cache_warnings(result) == []

@@ -28,7 +28,7 @@ import os
 import sys
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TextIO
 
 import SCons.Action
 import SCons.CacheDir
@@ -77,7 +77,7 @@ class RemoteCacheDir(SCons.CacheDir.CacheDir):
         if SCons.CacheDir.cache_show:
             node.build(presub=0, execute=0)
         elif SCons.Action.print_actions:
-            print(f"Retrieved `{node.get_internal_path()}' from remote cache", flush=True)
+            _line(sys.stdout, f"Retrieved `{node.get_internal_path()}' from remote cache")
         if self.path is not None:
             super().push(node)
         return True
@@ -95,7 +95,13 @@ class RemoteCacheDir(SCons.CacheDir.CacheDir):
 
 def warn(message: str) -> None:
     """Print a warning of the remote cache, `heliabuild: warning: <message>`, on stderr."""
-    print(f"heliabuild: warning: {message}", file=sys.stderr, flush=True)
+    _line(sys.stderr, f"heliabuild: warning: {message}")
+
+
+def _line(stream: TextIO, text: str) -> None:
+    """Write `text` and its newline in one write, so lines of threads building at once (`-j`) never mix."""
+    stream.write(f"{text}\n")
+    stream.flush()
 
 
 @cache
