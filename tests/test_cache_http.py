@@ -12,7 +12,9 @@ import contextlib
 import json
 import os
 import re
+import socketserver
 import stat
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from helpers.nginx import Nginx, free_port, running_nginx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from heliabuild.cache.http import CacheError, CacheURL, RemoteCache
 from heliabuild.cache.layout import MAX_ENTRY_BYTES, CacheEntry, ac_key
@@ -247,6 +251,17 @@ def test_a_server_killed_between_requests_is_one_warning(server: Nginx, tmp_path
     assert_turned_off_with_one_warning(cache, warnings, tmp_path, "Connection refused")
 
 
+def test_a_kept_alive_connection_the_server_closed_while_idle_is_reopened(server: Nginx, tmp_path: Path) -> None:
+    """A long stage leaves the connection idle past the server's keep-alive timeout: that is no failure."""
+    cache, warnings = client(f"{server.url}/brief")
+    stored(tmp_path, cache)
+    time.sleep(1.5)
+    assert cache.fetch(SIGNATURE, tmp_path / "target", PATH)
+    time.sleep(1.5)
+    assert cache.store(SIGNATURE, tmp_path / "target", PATH)
+    assert warnings == [] and cache.available
+
+
 def test_a_file_larger_than_the_cap_is_neither_stored_nor_fetched(server: Nginx, tmp_path: Path) -> None:
     cache, warnings = client(server.url, max_bytes=len(CONTENT) - 1)
     source = tmp_path / "source"
@@ -323,3 +338,65 @@ def test_no_temporary_file_is_left_by_a_fetch_cut_off_midway(server: Nginx, tmp_
     assert os.listdir(folder) == []
     assert len(warnings) == 1, warnings
     assert re.search(f"GET /trickle/cas/{sha256_bytes(CONTENT)}{TIMED_OUT}", warnings[0]), warnings
+
+
+class HostileServer(socketserver.ThreadingTCPServer):
+    """A server on 127.0.0.1 that answers every request with `answer`, whatever bytes they are, then closes."""
+
+    daemon_threads = True
+    answer = b""
+
+
+class _Answer(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        self.request.settimeout(2)
+        with contextlib.suppress(OSError):
+            received = b""
+            while b"\r\n\r\n" not in received:
+                chunk = self.request.recv(4096)
+                if not chunk:
+                    return
+                received += chunk
+            self.request.sendall(self.server.answer)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[HostileServer]:
+    with HostileServer(("127.0.0.1", 0), _Answer) as started:
+        thread = threading.Thread(target=started.serve_forever, daemon=True)
+        thread.start()
+        yield started
+        started.shutdown()
+
+
+ENTRY = CacheEntry(path=PATH, sha256=sha256_bytes(CONTENT), size=len(CONTENT)).encode()
+answers = st.one_of(
+    st.binary(max_size=300),
+    st.builds(
+        lambda status, headers, body: b"HTTP/1.1 " + status + b"\r\n" + headers + b"\r\n" + body,
+        st.sampled_from([b"200 OK", b"404 Not Found", b"500 Oops", b"301 Moved", b"200", b"999 X", b"abc"]),
+        st.sampled_from([b"", b"Content-Length: 5\r\n", b"Content-Length: -1\r\n", b"Transfer-Encoding: chunked\r\n"]),
+        st.one_of(st.binary(max_size=200), st.just(ENTRY), st.just(CONTENT[:100])),
+    ),
+)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(answer=answers)
+def test_whatever_a_server_answers_a_fetch_never_raises_nor_writes_unverified_content(
+    hostile: HostileServer, tmp_path: Path, answer: bytes
+) -> None:
+    """A server that answers anything at all (garbage, a wrong status, a lying length, another entry) makes
+    a fetch a miss, at most one warning, and leaves the target as it was."""
+    hostile.answer = answer
+    cache, warnings = client(f"http://127.0.0.1:{hostile.server_address[1]}", timeout=1)
+    target = tmp_path / "target"
+    target.write_bytes(b"before")
+    assert not cache.fetch(SIGNATURE, target, PATH)
+    assert target.read_bytes() == b"before"
+    assert set(os.listdir(tmp_path)) <= {"target", "source"}  # no temporary file left
+    assert len(warnings) <= 1
+    source = tmp_path / "source"
+    source.write_bytes(CONTENT)
+    cache.store(SIGNATURE, source, PATH)  # never raises either
+    assert len(warnings) <= 1

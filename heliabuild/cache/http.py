@@ -250,10 +250,10 @@ class RemoteCache:
         """The bytes of the `/ac` entry at `url_path`, or None when the server has none (404)."""
         with self._exchange("GET", url_path, headers={"Accept": CONTENT_TYPE}) as response:
             if response.status == 404:
-                self._discard(response, url_path)
+                self._discard(response, "GET", url_path)
                 return None
             self._expect(response, "GET", url_path, (200,))
-            data = b"".join(self._body(response, url_path, MAX_ENTRY_BYTES + 1))
+            data = b"".join(self._body(response, "GET", url_path, MAX_ENTRY_BYTES + 1))
         if len(data) > MAX_ENTRY_BYTES:
             raise CorruptEntryError(f"{self._where(url_path)}: more than the {MAX_ENTRY_BYTES} bytes of an entry")
         return data
@@ -264,7 +264,7 @@ class RemoteCache:
         url_path = cas_path(self.url.prefix, entry.sha256)
         with self._exchange("GET", url_path, size=entry.size) as response:
             if response.status == 404:
-                self._discard(response, url_path)
+                self._discard(response, "GET", url_path)
                 return False
             self._expect(response, "GET", url_path, (200,))
             length = response.getheader("Content-Length")
@@ -282,7 +282,7 @@ class RemoteCache:
         `entry.size` bytes whose SHA-256 is the key (write_atomic then leaves nothing behind)."""
         digest = hashlib.sha256()
         size = 0
-        for chunk in self._body(response, url_path, entry.size + 1):
+        for chunk in self._body(response, "GET", url_path, entry.size + 1):
             digest.update(chunk)
             size += len(chunk)
             yield chunk
@@ -296,7 +296,7 @@ class RemoteCache:
     def _put(self, url_path: str, body: bytes | BinaryIO, size: int, content_type: str) -> None:
         headers = {"Content-Type": content_type, "Content-Length": str(size)}
         with self._exchange("PUT", url_path, body=body, size=size, headers=headers) as response:
-            self._discard(response, url_path)
+            self._discard(response, "PUT", url_path)
             self._expect(response, "PUT", url_path, _OK)
 
     @contextlib.contextmanager
@@ -333,8 +333,11 @@ class RemoteCache:
                     raise self._failure(method, url_path, failure, watchdog) from None
                 try:
                     yield response
-                except _ServerFailure as failure:
+                except (_ServerFailure, CorruptEntryError) as failure:
+                    # a body cut off by the watchdog may look short (an answer without a length): a timeout
                     self.close()
+                    if isinstance(failure, CorruptEntryError) and not watchdog.fired:
+                        raise
                     raise self._failure(method, url_path, failure, watchdog) from None
                 except BaseException:
                     self.close()
@@ -367,22 +370,22 @@ class RemoteCache:
         self._local.connection = connection
         return connection, False
 
-    def _body(self, response: http.client.HTTPResponse, url_path: str, limit: int) -> Iterator[bytes]:
+    def _body(self, response: http.client.HTTPResponse, method: str, url_path: str, limit: int) -> Iterator[bytes]:
         """The chunks of `response`'s body, at most `limit` bytes; network errors become _ServerFailure."""
         remaining = limit
         while remaining > 0:
             try:
                 chunk = response.read(min(_CHUNK, remaining))
             except (OSError, http.client.HTTPException) as failure:
-                raise _ServerFailure(f"GET {url_path}: {self._describe(failure)}") from None
+                raise _ServerFailure(f"{method} {url_path}: {self._describe(failure)}") from None
             if not chunk:
                 return
             remaining -= len(chunk)
             yield chunk
 
-    def _discard(self, response: http.client.HTTPResponse, url_path: str) -> None:
+    def _discard(self, response: http.client.HTTPResponse, method: str, url_path: str) -> None:
         """Read and drop a short answer's body (an error page), so the connection can serve the next request."""
-        for _ in self._body(response, url_path, MAX_ENTRY_BYTES):
+        for _ in self._body(response, method, url_path, MAX_ENTRY_BYTES):
             pass
 
     def _expect(

@@ -4,7 +4,8 @@ Debian's nginx runs in the foreground (`daemon off;`, `master_process off;`: one
 really takes the server away) as the current user, with its configuration, pid, logs, temporary files and
 document root all inside one folder. Besides the cache at `/`, it serves `/failing/` (every request
 answers 500), `/slow/` (answers trickle at one byte per second, `limit_rate 1`) and `/trickle/` (the
-first 2 KiB of an answer come at once, the rest at one byte per second).
+first 2 KiB of an answer come at once, the rest at one byte per second) and `/brief/` (a kept-alive
+connection is closed after one idle second).
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ http {{
         }}
         location /slow/ {{
             limit_rate 1;
+        }}
+        location /brief/ {{
+            keepalive_timeout 1s;
+            dav_methods PUT;
+            create_full_put_path on;
         }}
         location /trickle/ {{
             limit_rate_after 2k;
