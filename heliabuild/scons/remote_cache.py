@@ -14,7 +14,8 @@ variable `CACHEDIR_CLASS`); `remote_cache_class(url)` makes the one of a server.
 - A server that fails is one `heliabuild: warning: remote cache ...` line on stderr, then the build goes
   on locally; a corrupted entry is one warning per entry and is built here. Neither fails the build.
 - SCons's cache options hold: `--cache-disable` (nothing fetched or stored), `--cache-readonly` (nothing
-  stored), `--cache-force` (up-to-date targets are stored too); with `-n` nothing is fetched.
+  stored), `--cache-force` (up-to-date targets are stored too), `--cache-debug` (the server's hits, misses
+  and stores too, by SCons's cache signature); with `-n` nothing is fetched.
 
 `configure(env)`, called by the tool, adds the option `--helia-cache-url=URL` and, when it or the
 environment variable HELIA_CACHE_URL gives a URL (the option wins; `--helia-cache-url=` turns a URL of the
@@ -71,9 +72,12 @@ class RemoteCacheDir(SCons.CacheDir.CacheDir):
             return False
         if self.path is None:
             self.requests += 1
-        if not self.remote.fetch(node.get_cachedir_bsig(), Path(node.get_abspath()), node.get_internal_path()):
+        signature = node.get_cachedir_bsig()
+        if not self.remote.fetch(signature, Path(node.get_abspath()), node.get_internal_path()):
+            self.CacheDebug("CacheRetrieve(%s):  %s not in the remote cache\n", node, signature)
             return False
         self.hits += 1
+        self.CacheDebug("CacheRetrieve(%s):  fetched %s from the remote cache\n", node, signature)
         if SCons.CacheDir.cache_show:
             node.build(presub=0, execute=0)
         elif SCons.Action.print_actions:
@@ -90,7 +94,9 @@ class RemoteCacheDir(SCons.CacheDir.CacheDir):
             super().push(node)
         if node.nocache or node.islink():
             return
-        self.remote.store(node.get_cachedir_bsig(), Path(node.get_abspath()), node.get_internal_path())
+        signature = node.get_cachedir_bsig()
+        if self.remote.store(signature, Path(node.get_abspath()), node.get_internal_path()):
+            self.CacheDebug("CachePush(%s):  stored %s in the remote cache\n", node, signature)
 
 
 def warn(message: str) -> None:
