@@ -15,8 +15,9 @@ WebDAV server that takes PUT (nginx's `dav_methods PUT`). Contract of `RemoteCac
   content) and every request has a deadline: `timeout` seconds to connect and to wait on each read, and
   `timeout` plus one second per MiB of body for the whole exchange (a server that trickles bytes is cut
   off too).
-- The first failure of the server (it cannot be reached, a request runs past its deadline, an answer other
-  than 200/201/204, or 404 for a GET) turns the client off for the rest of its life: it is reported through
+- The first failure of the server (it cannot be reached, a request runs past its deadline, or it answers
+  what the request does not expect: for a GET anything but 200 or 404, a miss; for a PUT anything but 200,
+  201 or 204) turns the client off for the rest of its life: it is reported through
   `on_warning` once, and every later call returns False at once without a request. Nothing the server does
   makes a call raise; a file that cannot be written here (a local disk problem) is a miss, for the build to
   meet and report.
