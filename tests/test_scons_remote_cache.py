@@ -315,3 +315,22 @@ def test_a_qemu_pipelines_firmware_is_fetched_too(tmp_path: Path) -> None:
     elf = Path("build/runner/kws.firmware/firmware.elf")
     assert (second / elf).stat().st_mode & 0o111 and (first / elf).stat().st_mode & 0o111
     assert cache_warnings(result) == []
+
+
+def test_an_sconstruct_can_name_the_server_itself(server: Nginx, tmp_path: Path) -> None:
+    """docs/remote-cache.md: `env.CacheDir(None, remote_cache_class(url))`, the server alone, no option."""
+    sconstruct = (
+        "from heliabuild.scons.remote_cache import remote_cache_class\n"
+        f"env = Environment(tools=['helia'], toolpath=[{str(SITE_TOOLS)!r}])\n"
+        f"env.CacheDir(None, remote_cache_class({server.url + '/own'!r}))\n"
+        "env.HeliaSynth('kws.tflite', HELIA_SYNTH_KIND='chain', HELIA_SYNTH_SEED=1)\n"
+    )
+    results = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SConstruct").write_text(sconstruct, encoding="utf-8")
+        results.append(built(tmp_path / name))
+    assert stage_lines(results[0]) == {"heliabuild: synth kws.tflite"} and retrieved(results[0]) == []
+    assert stage_lines(results[1]) == set() and retrieved(results[1]) == ["kws.tflite"], output_of(results[1])
+    assert (tmp_path / "second" / "kws.tflite").read_bytes() == (tmp_path / "first" / "kws.tflite").read_bytes()
+    assert len(server.files("ac", "own")) == 1
