@@ -298,6 +298,8 @@ def test_credentials_in_the_url_are_sent_but_never_shown(tmp_path: Path) -> None
         ("http://host:99999/cache", "is not a URL: Port out of range"),
         ("http://host/cache?x=1", "has a query or fragment"),
         ("http://user:s3cret@host/cache#x", "'http://host/cache#x' has a query or fragment"),
+        ("http://host/my cache", "'http://host/my cache' holds a space or control character"),
+        ("http://ho\x7fst/cache", "holds a space or control character"),
     ],
 )
 def test_a_url_that_is_no_cache_url_is_one_error_naming_its_source(url: str, problem: str) -> None:

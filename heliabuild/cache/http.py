@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import http.client
 import os
+import re
 import socket
 import stat
 import threading
@@ -65,6 +66,8 @@ SECONDS_PER_MIB = 1.0
 
 _CHUNK = 1 << 20
 _OK = (200, 201, 204)
+_UNSAFE = re.compile("[\x00-\x20\x7f]")
+"""Characters a URL cannot carry as they are (http.client refuses them in a request line)."""
 _RETRIED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 """Failures of a reused keep-alive connection that the server may have closed meanwhile: retried once."""
 
@@ -102,6 +105,10 @@ class CacheURL:
             )
         if parts.query or parts.fragment:
             raise CacheError(f"{source}: {redacted(text)!r} has a query or fragment; a cache URL has neither")
+        if _UNSAFE.search(parts.netloc + parts.path):
+            raise CacheError(
+                f"{source}: {redacted(text)!r} holds a space or control character", hint="percent-encode it (%20)"
+            )
         authorization = None
         if parts.username is not None:
             credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
