@@ -5,6 +5,9 @@ per SCons process (install) that prints the table on stdout after SCons's last l
 in the order they were made. Nothing is printed when the build failed or was interrupted (Ctrl-C), ran
 with `-n`, `-c` or `-h`, or when no registered run stage was built or found up to date in it (a build of
 `<name>-vela`, say). A row is read from the verified bundle with heliabuild.api.
+
+A sweep (heliabuild.scons.sweep) registers its table instead of its pipelines' rows (register_sweep): a
+build that built or found up to date the table's JSON prints the table after the pipelines' table.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from SCons.Node import Node
 _registered: list[tuple[str, Node]] = []
 """(pipeline name, its result.json node) of every pipeline made in this SCons process, in order."""
 
+_sweeps: list[Node] = []
+"""The `<name>_sweep.json` node of every sweep made in this SCons process, in order."""
+
 _installed: list[bool] = []
 """Holds True once the exit hook is installed."""
 
@@ -27,6 +33,14 @@ _installed: list[bool] = []
 def register(name: str, result: Node) -> None:
     """Give the pipeline `name`, whose run stage's first target is `result` (result.json), a row."""
     _registered.append((name, result))
+
+
+def register_sweep(table_json: Node, results: Sequence[Node]) -> None:
+    """Print the sweep table `table_json` (its `<name>_sweep.json`) after a build, and not the rows of the
+    pipelines whose result.json nodes are `results`."""
+    claimed = set(results)
+    _registered[:] = [(name, result) for name, result in _registered if result not in claimed]
+    _sweeps.append(table_json)
 
 
 def install() -> None:
@@ -60,9 +74,24 @@ def print_summary() -> None:
         ]
         if rows:
             sys.stdout.write(summary_table(rows))
-            sys.stdout.flush()
+        for table_json in _sweeps:
+            if table_json.get_state() in finished:
+                sys.stdout.write(sweep_summary(table_json.get_internal_path()))
+        sys.stdout.flush()
     except KeyboardInterrupt:
         return
+
+
+def sweep_summary(table_json: str) -> str:
+    """The text of the sweep table in `table_json` (heliabuild.results.sweep), then the names of its files."""
+    from heliabuild.documents import read_json
+    from heliabuild.errors import ResultError
+    from heliabuild.results.sweep import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
+
+    table = SweepTable.from_json(read_json(table_json, "sweep table", error=ResultError), table_json)
+    stem = table_json.removesuffix(JSON_SUFFIX)
+    files = ", ".join(f"{stem}{suffix}" for suffix in (CSV_SUFFIX, JSON_SUFFIX, HTML_SUFFIX))
+    return f"{table.to_text()}sweep {table.name}: {files}\n"
 
 
 def summary_row(name: str, result_dir: str) -> list[str]:

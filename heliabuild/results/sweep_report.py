@@ -1,0 +1,233 @@
+"""A sweep's HTML report: one self-contained page (inline CSS and SVG, no script, no external resource).
+
+The page (`<name>_sweep.html`) holds, for the table of heliabuild.results.sweep:
+
+- `#estimates`: Vela's estimated cycles per segment by point, a horizontal stacked bar per point (one
+  `rect.segment` per segment, coloured by segment index, its value in its tooltip; the total after the
+  bar), on an axis from 0;
+- `#measured-<quantity>`, one per measured quantity some point has (cycles, instructions, latency): a
+  scatter of the measured median (y, in the quantity's unit and scope) against Vela's estimate (x) of each
+  segment where both exist (one `circle.measured` each; a point whose backend measured only a total has
+  one circle for its total, estimated as the sum of its segments); without any, a note says so;
+- `#sweep-table`: the comparison table, one `tbody tr` per point.
+
+Estimates are labelled as Vela's; a measured figure always carries its unit and scope. The same table
+gives the same bytes (no time, no path outside the table's folder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from heliabuild.results.export import axis_ticks
+from heliabuild.results.sweep import QUANTITIES, SweepRow, SweepTable, measured_text, option_text
+
+PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#332288")
+"""Segment colours (Paul Tol's bright scheme, readable with colour-blindness), cycled past eight segments."""
+
+WIDTH = 1180
+ROW_HEIGHT = 22
+LABEL_CHARACTERS = 60
+"""Labels longer than this are cut with `…` (the full label is in the tooltip)."""
+
+STYLE = """
+body { font-family: sans-serif; margin: 24px; color: #222; background: #fff; }
+h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
+p.note { color: #555; max-width: 70em; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #eef; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
+svg text { font-size: 12px; fill: #222; }
+.legend { font-size: 13px; margin: 4px 0; }
+.swatch { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; }
+"""
+
+
+def _colour(segment: int) -> str:
+    return PALETTE[segment % len(PALETTE)]
+
+
+def _number(value: float) -> str:
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:.3g}"
+
+
+def _label(row: SweepRow, axes: Sequence[str]) -> str:
+    """A point's label: its value on each axis, as `axis=value`, joined by `, `."""
+    return ", ".join(f"{axis}={option_text(row.point.values[axis])}" for axis in axes)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= LABEL_CHARACTERS else text[: LABEL_CHARACTERS - 1] + "…"
+
+
+def _legend(segments: int) -> str:
+    swatches = "".join(
+        f'<span class="swatch" style="background:{_colour(k)}"></span>segment {k}' for k in range(segments)
+    )
+    return f'<div class="legend">{swatches}</div>'
+
+
+def estimates_svg(table: SweepTable) -> str:
+    """The stacked bars of Vela's estimated cycles per segment, one bar per point (module docstring)."""
+    left, right, top = 430, 90, 10
+    height = top + ROW_HEIGHT * len(table.rows) + 40
+    totals = [sum(row.estimated_cycles) for row in table.rows]
+    ticks = axis_ticks(float(max(totals, default=0)))
+    peak = ticks[-1]
+    span = WIDTH - left - right
+    parts = [
+        f'<svg id="estimates" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'role="img" aria-label="Vela estimated cycles per segment by point">'
+    ]
+    base = top + ROW_HEIGHT * len(table.rows)
+    for tick in ticks:
+        x = left + span * tick / peak
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{base}" stroke="#ddd"/>')
+        parts.append(f'<text x="{x:.1f}" y="{base + 16}" text-anchor="middle">{_number(tick)}</text>')
+    parts.append(
+        f'<text x="{left + span / 2:.1f}" y="{base + 34}" text-anchor="middle">'
+        "estimated cycles (Vela's estimate, per segment, stacked)</text>"
+    )
+    for index, (row, total) in enumerate(zip(table.rows, totals, strict=True)):
+        y = top + index * ROW_HEIGHT
+        label = _label(row, table.axes)
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 15}" text-anchor="end"><title>{escape(row.point.folder)}</title>'
+            f"{escape(_cut(label))}</text>"
+        )
+        x = float(left)
+        for segment, cycles in enumerate(row.estimated_cycles):
+            width = span * cycles / peak
+            parts.append(
+                f'<rect class="segment" x="{x:.1f}" y="{y + 3}" width="{width:.1f}" height="{ROW_HEIGHT - 6}" '
+                f'fill="{_colour(segment)}"><title>{escape(label)}: segment {segment}, '
+                f"{_number(cycles)} estimated cycles (Vela)</title></rect>"
+            )
+            x += width
+        parts.append(f'<text x="{x + 6:.1f}" y="{y + 15}">{_number(total)}</text>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="#222"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _pairs(table: SweepTable, quantity: str) -> list[tuple[float, float, int | None, SweepRow]]:
+    """(estimated, measured, segment or None for a total, row) of each segment where both are known."""
+    pairs: list[tuple[float, float, int | None, SweepRow]] = []
+    for row in table.rows:
+        measured = row.measured[quantity]
+        if measured is None:
+            continue
+        per_segment = [
+            (float(estimate), float(value), segment)
+            for segment, (estimate, value) in enumerate(zip(row.estimated_cycles, measured.segments, strict=True))
+            if value is not None
+        ]
+        if per_segment:
+            pairs += [(estimate, value, segment, row) for estimate, value, segment in per_segment]
+        elif measured.median is not None:
+            pairs.append((float(sum(row.estimated_cycles)), float(measured.median), None, row))
+    return pairs
+
+
+def scatter_svg(table: SweepTable, quantity: str, unit: str) -> str:
+    """The scatter of measured against Vela's estimate for `quantity` (module docstring); '' without pairs."""
+    pairs = _pairs(table, quantity)
+    if not pairs:
+        return ""
+    scopes = sorted({str(row.measured[quantity].scope) for row in table.rows if row.measured[quantity] is not None})
+    left, bottom, top, right, height = 90, 50, 10, 30, 420
+    plot_width, plot_height = WIDTH - left - right, height - top - bottom
+    x_ticks = axis_ticks(max(pair[0] for pair in pairs))
+    y_ticks = axis_ticks(max(pair[1] for pair in pairs))
+    base = top + plot_height
+
+    def x_of(value: float) -> float:
+        return left + plot_width * value / x_ticks[-1]
+
+    def y_of(value: float) -> float:
+        return base - plot_height * value / y_ticks[-1]
+
+    title = f"measured {quantity} ({unit}, {', '.join(scopes)}) against Vela's estimated cycles"
+    parts = [
+        f'<svg id="measured-{quantity}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'role="img" aria-label="{escape(title)}">'
+    ]
+    for tick in x_ticks:
+        x = x_of(tick)
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{base}" stroke="#eee"/>')
+        parts.append(f'<text x="{x:.1f}" y="{base + 16}" text-anchor="middle">{_number(tick)}</text>')
+    for tick in y_ticks:
+        y = y_of(tick)
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{WIDTH - right}" y2="{y:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_number(tick)}</text>')
+    parts.append(f'<line x1="{left}" y1="{base}" x2="{WIDTH - right}" y2="{base}" stroke="#222"/>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="#222"/>')
+    parts.append(
+        f'<text x="{left + plot_width / 2:.1f}" y="{base + 36}" text-anchor="middle">'
+        "estimated cycles (Vela's estimate)</text>"
+    )
+    parts.append(
+        f'<text x="16" y="{top + plot_height / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 16 {top + plot_height / 2:.1f})">measured {escape(quantity)} ({escape(unit)})</text>'
+    )
+    for estimate, value, segment, row in pairs:
+        colour = "#222" if segment is None else _colour(segment)
+        which = "total" if segment is None else f"segment {segment}"
+        parts.append(
+            f'<circle class="measured" cx="{x_of(estimate):.1f}" cy="{y_of(value):.1f}" r="5" fill="{colour}" '
+            f'fill-opacity="0.8" stroke="#fff"><title>{escape(_label(row, table.axes))}: {which}, '
+            f"{_number(estimate)} estimated cycles, {value:.6g} {escape(unit)} measured</title></circle>"
+        )
+    parts.append("</svg>")
+    return f"<h3>{escape(title)}</h3>" + "".join(parts)
+
+
+_CLASSES = {"": "", "number": ' class="number"'}
+
+
+def _table_html(table: SweepTable) -> str:
+    header = ["point", "pipeline", *table.axes, "segments", "Vela est. cycles/segment", "measured median"]
+    header += ["Vela SRAM KiB", "Vela flash KiB", "bundle"]
+    lines = ['<table id="sweep-table"><thead><tr>', *(f"<th>{escape(cell)}</th>" for cell in header)]
+    lines.append("</tr></thead><tbody>")
+    for row in table.rows:
+        cells = [(row.point.folder, ""), (row.pipeline, "")]
+        cells += [(option_text(row.point.values[axis]), "") for axis in table.axes]
+        cells.append((str(row.segment_count), "number"))
+        cells.append((" / ".join(_number(c) for c in row.estimated_cycles), "number"))
+        cells.append((measured_text(row), ""))
+        for kib in (row.vela_sram_used_kib, row.vela_off_chip_flash_used_kib):
+            cells.append(("-" if kib is None else f"{kib:.1f}", "number"))
+        cells.append((row.bundle, ""))
+        lines.append("<tr>")
+        lines += [f"<td{_CLASSES[kind]}>{escape(text)}</td>" for text, kind in cells]
+        lines.append("</tr>")
+    lines.append("</tbody></table>")
+    return "".join(lines)
+
+
+def sweep_html(table: SweepTable) -> str:
+    """The report page of `table` (module docstring)."""
+    segments = max((row.segment_count for row in table.rows), default=0)
+    scatters = [scatter_svg(table, quantity, unit) for quantity, unit, *_ in QUANTITIES]
+    measured = "".join(scatters) or (
+        '<p class="note" id="no-measurements">No point has a measured figure that can be set against Vela\'s '
+        "estimate (a backend that does not run, or runs that measured nothing).</p>"
+    )
+    title = f"Sweep {table.name}: {len(table.rows)} points over {', '.join(table.axes)}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{escape(title)}</h1>"
+        '<p class="note">Estimated cycles are Vela\'s compile-time estimate, not measurements. Measured figures '
+        "are medians over the measured invokes, each with its unit and the scope the run names. "
+        "SRAM and flash are Vela's compile-time figures.</p>"
+        "<h2>Vela's estimated cycles per segment</h2>"
+        f"{_legend(segments)}{estimates_svg(table)}"
+        f"<h2>Measured against estimated</h2>{measured}"
+        f"<h2>Table</h2>{_table_html(table)}"
+        "</body></html>\n"
+    )
