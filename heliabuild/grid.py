@@ -8,8 +8,9 @@ A point's folder name is `<axis>=<text>` for each axis, in the grid's order, joi
 `accelerator=ethos-u55-128,budget_cycles=30000`. A value's text is
 
 - `none`, `true`, `false`, or the number as Python writes it (`30000`, `0.5`);
-- for a string, the part after its last `/` (a path reads as its file name), each character other than
-  letters, digits, `_`, `.`, `+` and `-` replaced by `_`;
+- for a string, the part after its last `/` (a path reads as its file name; where that reads like
+  another value's, as many of its last folders as tell them apart, joined by `_`: `policy.yaml` and
+  `other_policy.yaml`), each character other than letters, digits, `_`, `.`, `+` and `-` replaced by `_`;
 - for a list, its items' texts joined by `+` (fences `[3, 6]` read `3+6`);
 - for a mapping, nothing: only its hash names it;
 
@@ -84,8 +85,13 @@ def _digest(text: str) -> str:
     return sha256_bytes(text.encode("utf-8"))
 
 
-def value_text(value: Any) -> str:
-    """The readable text of a value, before it is cut or hashed (module docstring)."""
+def _parts(text: str) -> list[str]:
+    return text.rstrip("/").split("/")
+
+
+def value_text(value: Any, depth: int = 1) -> str:
+    """The readable text of a value, before it is cut or hashed (module docstring); a string reads as its
+    last `depth` parts between `/`."""
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -93,7 +99,7 @@ def value_text(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return _UNSAFE.sub("_", value.rstrip("/").rpartition("/")[2])
+        return _UNSAFE.sub("_", "_".join(_parts(value)[-depth:]))
     if isinstance(value, list | tuple):
         return "+".join(value_text(item) for item in value)
     return ""
@@ -122,7 +128,19 @@ def _check_value(axis: str, value: Any) -> None:
 
 def axis_texts(values: Sequence[Any]) -> list[str]:
     """The text of each of one axis's values in folder names: distinct, also ignoring case (module docstring)."""
-    texts = [value_text(value) for value in values]
+    depths = [1] * len(values)
+    while True:
+        texts = [value_text(value, depth) for value, depth in zip(values, depths, strict=True)]
+        folded = Counter(text.lower() for text in texts)
+        deeper = [
+            index
+            for index, (value, text) in enumerate(zip(values, texts, strict=True))
+            if folded[text.lower()] > 1 and isinstance(value, str) and depths[index] < len(_parts(value))
+        ]
+        if not deeper:
+            break
+        for index in deeper:
+            depths[index] += 1
     marked = [len(text) > MAX_TEXT or not text for text in texts]
     texts = [text[:MAX_TEXT] for text in texts]
     folded = Counter(text.lower() for text in texts)

@@ -17,7 +17,9 @@ gives the same bytes (no time, no path outside the table's folder).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 
 from heliabuild.results.export import axis_ticks
@@ -33,7 +35,7 @@ LABEL_CHARACTERS = 60
 
 STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; background: #fff; }
-h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; } h3 { font-size: 15px; }
 p.note { color: #555; max-width: 70em; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
@@ -132,34 +134,76 @@ def _pairs(table: SweepTable, quantity: str) -> list[tuple[float, float, int | N
     return pairs
 
 
+@dataclass(frozen=True)
+class Scale:
+    """A plot axis from `low` to `high`: logarithmic when the values are all positive and span more than
+    LOG_SPAN (a cold first invoke beside warm ones, or small beside large segments), linear from 0 otherwise."""
+
+    low: float
+    high: float
+    log: bool
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Scale:
+        smallest, largest = min(values), max(values)
+        if smallest > 0 and largest / smallest > LOG_SPAN:
+            return cls(10.0 ** math.floor(math.log10(smallest)), 10.0 ** math.ceil(math.log10(largest)), True)
+        return cls(0.0, axis_ticks(largest)[-1], False)
+
+    def fraction(self, value: float) -> float:
+        """Where `value` lies between low (0) and high (1)."""
+        if self.log:
+            return math.log10(value / self.low) / math.log10(self.high / self.low)
+        return (value - self.low) / (self.high - self.low)
+
+    def ticks(self) -> list[float]:
+        if not self.log:
+            return axis_ticks(self.high)
+        decades = round(math.log10(self.high / self.low))
+        steps = (1, 2, 5) if decades <= 3 else (1,)
+        return [
+            self.low * 10.0**d * m for d in range(decades + 1) for m in steps if self.low * 10.0**d * m <= self.high
+        ]
+
+
+LOG_SPAN = 20.0
+"""A scatter axis whose values span more than this factor is logarithmic."""
+
+DISPLAY_UNITS = {"s": ("us", 1e6)}
+"""Units plotted at another scale: seconds as microseconds (a segment takes microseconds on the host)."""
+
+
 def scatter_svg(table: SweepTable, quantity: str, unit: str) -> str:
     """The scatter of measured against Vela's estimate for `quantity` (module docstring); '' without pairs."""
     pairs = _pairs(table, quantity)
     if not pairs:
         return ""
+    shown_unit, factor = DISPLAY_UNITS.get(unit, (unit, 1.0))
     scopes = sorted({str(row.measured[quantity].scope) for row in table.rows if row.measured[quantity] is not None})
     left, bottom, top, right, height = 90, 50, 10, 30, 420
     plot_width, plot_height = WIDTH - left - right, height - top - bottom
-    x_ticks = axis_ticks(max(pair[0] for pair in pairs))
-    y_ticks = axis_ticks(max(pair[1] for pair in pairs))
+    x_scale = Scale.of([pair[0] for pair in pairs])
+    y_scale = Scale.of([pair[1] * factor for pair in pairs])
     base = top + plot_height
 
     def x_of(value: float) -> float:
-        return left + plot_width * value / x_ticks[-1]
+        return left + plot_width * x_scale.fraction(value)
 
     def y_of(value: float) -> float:
-        return base - plot_height * value / y_ticks[-1]
+        return base - plot_height * y_scale.fraction(value)
 
-    title = f"measured {quantity} ({unit}, {', '.join(scopes)}) against Vela's estimated cycles"
+    logs = [name for name, scale in (("x", x_scale), ("y", y_scale)) if scale.log]
+    note = f", log {' and '.join(logs)}" if logs else ""
+    title = f"measured {quantity} ({shown_unit}, {', '.join(scopes)}) against Vela's estimated cycles{note}"
     parts = [
         f'<svg id="measured-{quantity}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'role="img" aria-label="{escape(title)}">'
     ]
-    for tick in x_ticks:
+    for tick in x_scale.ticks():
         x = x_of(tick)
         parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{base}" stroke="#eee"/>')
         parts.append(f'<text x="{x:.1f}" y="{base + 16}" text-anchor="middle">{_number(tick)}</text>')
-    for tick in y_ticks:
+    for tick in y_scale.ticks():
         y = y_of(tick)
         parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{WIDTH - right}" y2="{y:.1f}" stroke="#eee"/>')
         parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_number(tick)}</text>')
@@ -169,20 +213,21 @@ def scatter_svg(table: SweepTable, quantity: str, unit: str) -> str:
         f'<text x="{left + plot_width / 2:.1f}" y="{base + 36}" text-anchor="middle">'
         "estimated cycles (Vela's estimate)</text>"
     )
+    middle = top + plot_height / 2
     parts.append(
-        f'<text x="16" y="{top + plot_height / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 16 {top + plot_height / 2:.1f})">measured {escape(quantity)} ({escape(unit)})</text>'
+        f'<text x="16" y="{middle:.1f}" text-anchor="middle" transform="rotate(-90 16 {middle:.1f})">'
+        f"measured {escape(quantity)} ({escape(shown_unit)})</text>"
     )
     for estimate, value, segment, row in pairs:
         colour = "#222" if segment is None else _colour(segment)
         which = "total" if segment is None else f"segment {segment}"
         parts.append(
-            f'<circle class="measured" cx="{x_of(estimate):.1f}" cy="{y_of(value):.1f}" r="5" fill="{colour}" '
-            f'fill-opacity="0.8" stroke="#fff"><title>{escape(_label(row, table.axes))}: {which}, '
-            f"{_number(estimate)} estimated cycles, {value:.6g} {escape(unit)} measured</title></circle>"
+            f'<circle class="measured" cx="{x_of(estimate):.1f}" cy="{y_of(value * factor):.1f}" r="5" '
+            f'fill="{colour}" fill-opacity="0.8" stroke="#fff"><title>{escape(_label(row, table.axes))}: {which}, '
+            f"{_number(estimate)} estimated cycles, {value * factor:.6g} {escape(shown_unit)} measured</title></circle>"
         )
     parts.append("</svg>")
-    return f"<h3>{escape(title)}</h3>" + "".join(parts)
+    return f"<h3>{escape(title)}</h3>{_legend(max(row.segment_count for row in table.rows))}" + "".join(parts)
 
 
 _CLASSES = {"": "", "number": ' class="number"'}
