@@ -261,6 +261,25 @@ def test_a_grid_that_cannot_work_is_one_user_error_naming_the_sconstruct_line(
     assert after == before
 
 
+def test_pipelines_given_one_unfenced_dir_share_its_compile_and_other_vela_options_there_are_refused(
+    tmp_path: Path,
+) -> None:
+    shared = (
+        'env.HeliaPipeline("a", model, budget_cycles=20000, build_dir="a", unfenced_dir="shared")\n'
+        'env.HeliaPipeline("b", model, budget_cycles=40000, build_dir="b", unfenced_dir="shared"{more})'
+    )
+    dry = build_ok(project(tmp_path / "shared", shared.format(more="")), "-n")
+    assert started(dry, "vela", "shared/") == ["shared/kws_vela.tflite"] and len(started(dry, "plan-fences")) == 2
+    folder = project(tmp_path / "other", shared.format(more=', accelerator="ethos-u55-256"'))
+    refused = run_scons(folder, "-n")
+    assert refused.returncode == 2, output_of(refused)
+    assert (
+        "scons: *** heliabuild: HeliaPipeline b: shared holds the unfenced compile of another pipeline, of kws.tflite "
+        "with other Vela options; give each model and Vela options an unfenced_dir of its own "
+        f"(called at {folder / 'SConstruct'}:7)"
+    ) in refused.stderr
+
+
 # --- the report in a real browser ----------------------------------------------------------------------------------
 
 

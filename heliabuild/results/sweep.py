@@ -194,7 +194,7 @@ class SweepTable:
             for row in self.rows
         ]
         widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-        lines = [f"sweep {self.name}: {len(self.rows)} points"]
+        lines = [f"sweep {self.name}: {len(self.rows)} point{'' if len(self.rows) == 1 else 's'}"]
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip())
         lines.append("  ".join("-" * width for width in widths))
         lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
