@@ -181,6 +181,10 @@ def test_a_second_build_is_up_to_date_and_the_table_reruns_only_when_a_bundle_ch
     changed = build_ok(folder, "kws_sweep")
     assert len(started(changed, "run")) == 2 and started(changed, "sweep") == ["kws_sweep/kws_sweep_sweep.json"]
     assert started(changed, "vela") == []
+    point = build_ok(folder, "kws_sweep.2")  # one point: its pipeline's summary row, not the sweep's table
+    assert printed_table(point) == [] and re.search(r"^kws_sweep\.2 +litert +\d", point.stdout, flags=re.M)
+    build_ok(folder, "-c", "kws_sweep")
+    assert sorted(path.name for path in folder.iterdir()) == [".sconsign_sha256.dblite", "SConstruct", "policy.yaml"]
 
 
 def test_a_24_point_sweep_builds_with_j2(tmp_path: Path) -> None:

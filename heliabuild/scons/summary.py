@@ -6,8 +6,9 @@ in the order they were made. Nothing is printed when the build failed or was int
 with `-n`, `-c` or `-h`, or when no registered run stage was built or found up to date in it (a build of
 `<name>-vela`, say). A row is read from the verified bundle with heliabuild.api.
 
-A sweep (heliabuild.scons.sweep) registers its table instead of its pipelines' rows (register_sweep): a
-build that built or found up to date the table's JSON prints the table after the pipelines' table.
+A sweep (heliabuild.scons.sweep) registers its table too (register_sweep): a build that built or found up to
+date the table's JSON prints the table after the pipelines' table, which then leaves out the sweep's
+pipelines (a build of one point, `scons <sweep>.3`, prints that pipeline's row).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from SCons.Node import Node
 _registered: list[tuple[str, Node]] = []
 """(pipeline name, its result.json node) of every pipeline made in this SCons process, in order."""
 
-_sweeps: list[Node] = []
-"""The `<name>_sweep.json` node of every sweep made in this SCons process, in order."""
+_sweeps: list[tuple[Node, frozenset[Node]]] = []
+"""(`<name>_sweep.json` node, its pipelines' result.json nodes) of every sweep made in this SCons process."""
 
 _installed: list[bool] = []
 """Holds True once the exit hook is installed."""
@@ -36,11 +37,9 @@ def register(name: str, result: Node) -> None:
 
 
 def register_sweep(table_json: Node, results: Sequence[Node]) -> None:
-    """Print the sweep table `table_json` (its `<name>_sweep.json`) after a build, and not the rows of the
-    pipelines whose result.json nodes are `results`."""
-    claimed = set(results)
-    _registered[:] = [(name, result) for name, result in _registered if result not in claimed]
-    _sweeps.append(table_json)
+    """Print the sweep table `table_json` (its `<name>_sweep.json`) after a build that built it or found it
+    up to date, instead of the rows of the pipelines whose result.json nodes are `results`."""
+    _sweeps.append((table_json, frozenset(results)))
 
 
 def install() -> None:
@@ -66,17 +65,18 @@ def print_summary() -> None:
     if not build_succeeded():
         return
     finished = (SCons.Node.executed, SCons.Node.up_to_date)
+    tables = [(table, results) for table, results in _sweeps if table.get_state() in finished]
+    claimed = frozenset().union(*(results for _, results in tables))
     try:
         rows = [
             summary_row(name, result.dir.get_internal_path())
             for name, result in _registered
-            if result.get_state() in finished
+            if result.get_state() in finished and result not in claimed
         ]
         if rows:
             sys.stdout.write(summary_table(rows))
-        for table_json in _sweeps:
-            if table_json.get_state() in finished:
-                sys.stdout.write(sweep_summary(table_json.get_internal_path()))
+        for table, _ in tables:
+            sys.stdout.write(sweep_summary(table.get_internal_path()))
         sys.stdout.flush()
     except KeyboardInterrupt:
         return
