@@ -1,11 +1,14 @@
 """A sweep's grid: its points, in order, and the folder name of each (docs/sweeps.md, "Folder names").
 
 A grid maps axis names to non-empty lists of values. Its points are the product of the lists, in the
-grid's order, the first axis varying slowest. Values are JSON values (None, bools, numbers, strings, lists
-and mappings with string keys); the SCons side gives a file node as its path.
+grid's order, the first axis varying slowest. A key may also be a tuple of linked axes, whose values are
+tuples of one value per axis (`('accelerator', 'platform'): [('ethos-u55-128', 'corstone300_ethos_u55'),
+('ethos-u85-256', 'corstone320_ethos_u85')]`): they vary together, as one axis. Values are JSON values
+(None, bools, numbers, strings, lists and mappings with string keys); the SCons side gives a file node as
+its path.
 
-A point's folder name is `<axis>=<text>` for each axis, in the grid's order, joined by `,`, for example
-`accelerator=ethos-u55-128,budget_cycles=30000`. A value's text is
+A point's folder name is `<axis>=<text>` for each axis (linked axes each on their own), in the grid's
+order, joined by `,`, for example `accelerator=ethos-u55-128,budget_cycles=30000`. A value's text is
 
 - `none`, `true`, `false`, or the number as Python writes it (`30000`, `0.5`);
 - for a string, the part after its last `/` (a path reads as its file name; where that reads like
@@ -14,16 +17,17 @@ A point's folder name is `<axis>=<text>` for each axis, in the grid's order, joi
 - for a list, its items' texts joined by `+` (fences `[3, 6]` read `3+6`);
 - for a mapping, nothing: only its hash names it;
 
-cut to MAX_TEXT characters. A text that was cut, is empty, or reads like another value's text of the same
-axis, ignoring case (two folders that differ only in case are one folder on macOS and Windows), gets
-`~` and the first 8 hex digits of the SHA-256 of the value's canonical JSON (more digits if 8 do not tell
-the values apart). A folder name longer than MAX_NAME is cut and ends with `~~` and 16 hex digits of the
-point's hash.
+cut to MAX_TEXT characters. A text that was cut, is empty, or reads like another (distinct) value's text
+of the same axis, ignoring case (two folders that differ only in case are one folder on macOS and
+Windows), gets `~` and the first 8 hex digits of the SHA-256 of the value's canonical JSON (more digits
+if 8 do not tell the values apart). A folder name longer than MAX_NAME is cut and ends with `~~` and 16
+hex digits of the point's hash.
 
 Distinct points get distinct folder names, also ignoring case: texts hold no `,`, `=` or `~` of their
-own, so a name splits back into its axes' texts; within an axis, equal texts are told apart by their
-hashes; a cut name holds `~~`, which no uncut name does. A grid whose axis lists one value twice (equal
-canonical JSON) is refused, since its two points would be one.
+own, so a name splits back into its axes' texts; two points differ in a value of at least one axis, and
+within an axis, equal texts of distinct values are told apart by their hashes; a cut name holds `~~`,
+which no uncut name does. A grid that lists one value twice on an axis (equal canonical JSON) is
+refused, since its two points would be one.
 """
 
 from __future__ import annotations
@@ -155,52 +159,92 @@ def axis_texts(values: Sequence[Any]) -> list[str]:
     raise AssertionError(f"two values of one axis have one SHA-256: {values!r}")
 
 
-def _folder_names(axes: Sequence[str], texts: Sequence[Sequence[str]], points: Sequence[tuple[Any, ...]]) -> list[str]:
-    """The folder name of each point, from its axes' texts (`texts[k]` is the k-th axis's texts, by value index)."""
-    names = [
-        ",".join(f"{axis}={axis_text[i]}" for axis, axis_text, i in zip(axes, texts, combination, strict=True))
-        for combination in itertools.product(*(range(len(axis_text)) for axis_text in texts))
-    ]
-    long = {index for index, name in enumerate(names) if len(name) > MAX_NAME}
-    cut = MAX_NAME - 2 - LONG_NAME_DIGITS
-    for index in long:
-        point = dict(zip(axes, points[index], strict=True))
-        names[index] = f"{names[index][:cut]}~~{_digest(canonical(point))[:LONG_NAME_DIGITS]}"
-    if len({name.lower() for name in names}) != len(names):
-        raise AssertionError(f"two points of a grid have one {LONG_NAME_DIGITS}-digit hash: {axes!r}")
-    return names
+Group = tuple[tuple[str, ...], list[tuple[Any, ...]]]
+"""Linked axes and their values, each a tuple with one value per axis (a single axis is a group of one)."""
 
 
-def expand(grid: Mapping[str, Sequence[Any]]) -> tuple[Point, ...]:
-    """The points of `grid`, in order, each with its folder name (module docstring).
+def groups(grid: Mapping[Any, Sequence[Any]]) -> list[Group]:
+    """The grid's keys as groups of linked axes, with their values as tuples, in the grid's order.
 
-    GridError for a grid that is not a non-empty mapping of axis names (letters, digits and `_`, not
-    starting with a digit) to non-empty lists of JSON values, or that lists a value twice on one axis.
+    A key is an axis name, or a tuple of axis names whose values are lists or tuples of one value per axis
+    (`('accelerator', 'platform'): [('ethos-u55-128', 'corstone300_ethos_u55'), ...]`). GridError for a
+    grid that is not a non-empty mapping of such keys to non-empty lists, or that names an axis twice.
+    The values themselves are checked by `expand`.
     """
     if not isinstance(grid, Mapping) or not grid:
         raise GridError(
             f"the grid is {grid!r}; expected a mapping of axes to lists of values, e.g. {{'fences': [[3]]}}"
         )
-    axes: list[str] = []
-    columns: list[list[Any]] = []
-    for axis, values in grid.items():
-        if not isinstance(axis, str) or not AXIS_NAME.fullmatch(axis):
-            raise GridError(f"grid axis {axis!r} is not a name (letters, digits and '_')")
+    found: list[Group] = []
+    named: set[str] = set()
+    for key, values in grid.items():
+        axes = key if isinstance(key, tuple) and key else (key,)
+        for axis in axes:
+            if not isinstance(axis, str) or not AXIS_NAME.fullmatch(axis):
+                raise GridError(f"grid axis {axis!r} is not a name (letters, digits and '_')")
+            if axis in named:
+                raise GridError(f"grid axis {axis} is named twice")
+            named.add(axis)
+        shown = axes[0] if len(axes) == 1 else "(" + ", ".join(axes) + ")"
         if not isinstance(values, list | tuple) or not values:
-            raise GridError(f"grid axis {axis} is {values!r}; expected a non-empty list of values, e.g. [{values!r}]")
+            raise GridError(f"grid axis {shown} is {values!r}; expected a non-empty list of values, e.g. [{values!r}]")
+        if len(axes) == 1 and not isinstance(key, tuple):
+            found.append((axes, [(value,) for value in values]))
+            continue
+        for value in values:
+            if not isinstance(value, list | tuple) or len(value) != len(axes):
+                raise GridError(f"grid axes {shown}: {value!r} is not a list of {len(axes)} values, one per axis")
+        found.append((axes, [tuple(value) for value in values]))
+    return found
+
+
+def _point_name(axes: Sequence[str], texts: Sequence[str], values: Sequence[Any]) -> str:
+    """A point's folder name from its axes' texts; cut and ended with the point's hash past MAX_NAME."""
+    name = ",".join(f"{axis}={text}" for axis, text in zip(axes, texts, strict=True))
+    if len(name) <= MAX_NAME:
+        return name
+    point = canonical(dict(zip(axes, values, strict=True)))
+    return f"{name[: MAX_NAME - 2 - LONG_NAME_DIGITS]}~~{_digest(point)[:LONG_NAME_DIGITS]}"
+
+
+def expand(grid: Mapping[Any, Sequence[Any]]) -> tuple[Point, ...]:
+    """The points of `grid`, in order, each with its folder name (module docstring).
+
+    GridError for a grid `groups` refuses, a value that is not a JSON value, or a value (of linked axes:
+    a tuple of values) listed twice.
+    """
+    found = groups(grid)
+    member_texts: list[list[dict[str, str]]] = []  # per group, per axis: canonical value -> text
+    for axes, values in found:
         seen: dict[str, Any] = {}
         for value in values:
-            _check_value(axis, value)
-            key = canonical(value)
+            for axis, item in zip(axes, value, strict=True):
+                _check_value(axis, item)
+            key = canonical(list(value))
             if key in seen:
-                raise GridError(f"grid axis {axis} lists {value!r} twice (as {seen[key]!r} too)")
-            seen[key] = value
-        axes.append(axis)
-        columns.append(list(values))
-    texts = [axis_texts(values) for values in columns]
-    combinations = list(itertools.product(*columns))
-    names = _folder_names(axes, texts, combinations)
-    return tuple(
-        Point(values=MappingProxyType(dict(zip(axes, combination, strict=True))), folder=name)
-        for combination, name in zip(combinations, names, strict=True)
-    )
+                shown = value[0] if len(axes) == 1 else value
+                also = "" if repr(seen[key]) == repr(shown) else f" (as {seen[key]!r} too)"
+                raise GridError(f"grid axis {', '.join(axes)} lists {shown!r} twice{also}")
+            seen[key] = value if len(axes) > 1 else value[0]
+        texts = []
+        for position in range(len(axes)):
+            distinct = {canonical(value[position]): value[position] for value in values}
+            texts.append(dict(zip(distinct, axis_texts(list(distinct.values())), strict=True)))
+        member_texts.append(texts)
+    all_axes = [axis for axes, _ in found for axis in axes]
+    points = []
+    for combination in itertools.product(*(range(len(values)) for _, values in found)):
+        flat: list[Any] = []
+        texts: list[str] = []
+        for (_, values), group_texts, index in zip(found, member_texts, combination, strict=True):
+            flat += values[index]
+            texts += [text[canonical(item)] for text, item in zip(group_texts, values[index], strict=True)]
+        points.append(
+            Point(
+                values=MappingProxyType(dict(zip(all_axes, flat, strict=True))),
+                folder=_point_name(all_axes, texts, flat),
+            )
+        )
+    if len({point.folder.lower() for point in points}) != len(points):
+        raise AssertionError(f"two points of a grid have one {LONG_NAME_DIGITS}-digit hash: {all_axes!r}")
+    return tuple(points)

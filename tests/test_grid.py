@@ -33,10 +33,25 @@ def unique_values(min_size: int = 1, max_size: int = 4) -> st.SearchStrategy[lis
     return st.lists(values, min_size=min_size, max_size=max_size, unique_by=canonical)
 
 
-grids = st.dictionaries(axis_names, unique_values(), min_size=1, max_size=4)
+@st.composite
+def grids(draw: st.DrawFn) -> dict[Any, list[Any]]:
+    """Grids of 1 to 4 keys, each an axis or a tuple of two linked axes (with pairs of values)."""
+    names = draw(st.lists(axis_names, min_size=1, max_size=5, unique=True))
+    grid: dict[Any, list[Any]] = {}
+    while names:
+        if len(names) >= 2 and draw(st.booleans()):
+            key, names = (names[0], names[1]), names[2:]
+            grid[key] = draw(st.lists(st.tuples(values, values), min_size=1, max_size=4, unique_by=canonical))
+        else:
+            grid[names[0]], names = draw(unique_values()), names[1:]
+    return grid
 
 
-@given(grids)
+def flat_axes(grid: dict[Any, list[Any]]) -> list[str]:
+    return [axis for key in grid for axis in (key if isinstance(key, tuple) else (key,))]
+
+
+@given(grids())
 def test_distinct_points_get_distinct_folders_also_ignoring_case(grid: dict[str, list[Any]]) -> None:
     points = expand(grid)
     folders = [point.folder for point in points]
@@ -47,16 +62,25 @@ def test_distinct_points_get_distinct_folders_also_ignoring_case(grid: dict[str,
         assert point.folder not in (".", "..")
 
 
-@given(grids)
+@given(grids())
 def test_points_are_the_product_in_grid_order_and_names_are_deterministic(grid: dict[str, list[Any]]) -> None:
     points = expand(grid)
     count = 1
     for column in grid.values():
         count *= len(column)
     assert len(points) == count
-    assert [list(point.values) for point in points] == [list(grid)] * count
-    assert points[0].values == {axis: column[0] for axis, column in grid.items()}
-    assert points[-1].values == {axis: column[-1] for axis, column in grid.items()}
+    assert [list(point.values) for point in points] == [flat_axes(grid)] * count
+
+    def values_at(position: int) -> list[Any]:
+        chosen = [column[position] for column in grid.values()]
+        return [
+            item
+            for key, value in zip(grid, chosen, strict=True)
+            for item in (value if isinstance(key, tuple) else (value,))
+        ]
+
+    assert list(points[0].values.values()) == values_at(0)
+    assert list(points[-1].values.values()) == values_at(-1)
     assert [p.folder for p in expand(grid)] == [p.folder for p in points]
 
 
@@ -79,7 +103,7 @@ def test_plain_values_read_as_they_are(grid: dict[str, list[Any]]) -> None:
         assert point.folder == ",".join(f"{axis}={value}" for axis, value in point.values.items())
 
 
-@given(grids)
+@given(grids())
 def test_a_point_round_trips_through_json(grid: dict[str, list[Any]]) -> None:
     for point in expand(grid):
         assert Point.from_json(point.to_json()).folder == point.folder
@@ -101,6 +125,22 @@ def test_readable_names_of_typical_axes() -> None:
         "accelerator=ethos-u85-256,budget_cycles=30000,fences=3+6,vela_config=u55.ini",
         "accelerator=ethos-u85-256,budget_cycles=none,fences=3+6,vela_config=u55.ini",
     ]
+
+
+def test_linked_axes_vary_together_and_each_names_its_own_part() -> None:
+    targets = [("ethos-u55-128", "corstone300_ethos_u55"), ("ethos-u55-256", "corstone300_ethos_u55")]
+    points = expand({("accelerator", "platform"): targets, "budget_cycles": [1, 2]})
+    assert [point.folder for point in points] == [
+        "accelerator=ethos-u55-128,platform=corstone300_ethos_u55,budget_cycles=1",
+        "accelerator=ethos-u55-128,platform=corstone300_ethos_u55,budget_cycles=2",
+        "accelerator=ethos-u55-256,platform=corstone300_ethos_u55,budget_cycles=1",
+        "accelerator=ethos-u55-256,platform=corstone300_ethos_u55,budget_cycles=2",
+    ]  # a value shared by linked values reads as itself: it is one value
+    assert dict(points[2].values) == {
+        "accelerator": "ethos-u55-256",
+        "platform": "corstone300_ethos_u55",
+        "budget_cycles": 1,
+    }
 
 
 def test_values_that_read_alike_long_values_and_mappings_are_hashed() -> None:
@@ -137,6 +177,9 @@ def test_a_name_past_the_limit_is_cut_and_ends_with_the_points_hash() -> None:
         ({"budget_cycles": [float("nan")]}, "nan is not a finite number"),
         ({"policy": [{1: 2}]}, "the mapping key 1 is not a string"),
         ({"policy": [object]}, "is not a grid value"),
+        ({("a", "b"): [(1, 2), (1,)]}, "grid axes (a, b): (1,) is not a list of 2 values, one per axis"),
+        ({("a", "b"): [(1, 2)], "a": [3]}, "grid axis a is named twice"),
+        ({("a", "b"): [(1, 2), [1, 2]]}, "grid axis a, b lists (1, 2) twice"),
     ],
 )
 def test_a_grid_that_cannot_work_is_one_clear_error(grid: Any, message: str) -> None:

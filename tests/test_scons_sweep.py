@@ -52,23 +52,24 @@ def project(folder: Path, calls: str = SWEEP, measured: int = 2) -> Path:
 
 
 def started(result: subprocess.CompletedProcess[str], stage: str, under: str = "") -> list[str]:
-    """The targets of the `heliabuild: <stage> <target>` start lines, those under `under` if given."""
-    targets = []
-    for line in heliabuild_lines(result, f"heliabuild: {stage} "):
-        target = line.removeprefix(f"heliabuild: {stage} ")
-        if " " not in target and target.startswith(under):
-            targets.append(target)
-    return targets
+    """The targets of the `heliabuild: <stage> <target>` start lines, those under `under` if given.
+
+    Found anywhere in the output, not only at line starts: with -j, a stage's print() of a second line (the
+    plan's `: <n> fences`) writes its text and its newline separately, and another thread's line can come
+    between them."""
+    pattern = re.compile(rf"heliabuild: {re.escape(stage)} (\S+?)(?=heliabuild:|\s|$)")
+    targets = [match.group(1) for match in pattern.finditer(output_of(result))]
+    return [target for target in targets if not target.endswith(":") and target.startswith(under)]
 
 
-def printed_table(result: subprocess.CompletedProcess[str]) -> list[str]:
+def printed_table(result: subprocess.CompletedProcess[str], sweep_name: str = "kws_sweep") -> list[str]:
     """The sweep table's lines the build printed (header, rule, rows), or []."""
     lines = result.stdout.splitlines()
     starts = [k for k, line in enumerate(lines) if line.startswith(TABLE_HEADER)]
     if not starts:
         return []
     (start,) = starts
-    end = next(k for k in range(start, len(lines)) if lines[k].startswith("sweep kws_sweep: kws_sweep/"))
+    end = next(k for k in range(start, len(lines)) if lines[k].startswith(f"sweep {sweep_name}: {sweep_name}/"))
     return lines[start:end]
 
 
@@ -187,27 +188,35 @@ def test_a_second_build_is_up_to_date_and_the_table_reruns_only_when_a_bundle_ch
     assert sorted(path.name for path in folder.iterdir()) == [".sconsign_sha256.dblite", "SConstruct", "policy.yaml"]
 
 
-def test_a_24_point_sweep_builds_with_j2(tmp_path: Path) -> None:
-    """3 accelerators x 4 budgets (one of them none: no fences) x 2 policies."""
+def test_a_24_point_sweep_with_linked_axes_builds_with_j2(tmp_path: Path) -> None:
+    """3 (accelerator, platform) pairs, U55 and U85, x 4 budgets (one of them none: no fences) x 2 policies."""
     grid = (
-        '{"accelerator": ["ethos-u55-64", "ethos-u55-128", "ethos-u55-256"], '
+        '{("accelerator", "platform"): [("ethos-u55-64", "corstone300_ethos_u55"), '
+        '("ethos-u55-256", "corstone300_ethos_u55"), ("ethos-u85-256", "corstone320_ethos_u85")], '
         '"budget_cycles": [15000, 30000, 60000, None], "policy": ["policy.yaml", "other/policy.yaml"]}'
     )
     folder = project(tmp_path / "project", f'env.HeliaSweep("big", model, grid={grid})')
     (folder / "other").mkdir()
     shutil.copy(folder / "policy.yaml", folder / "other" / "policy.yaml")
     result = build_ok(folder, "-j2", "big")
-    assert len(started(result, "vela", "big/unfenced/")) == 3
-    assert len(started(result, "run")) == 24
+    assert sorted(started(result, "vela", "big/unfenced/")) == [
+        f"big/unfenced/accelerator={accelerator}/kws_vela.tflite"
+        for accelerator in ("ethos-u55-256", "ethos-u55-64", "ethos-u85-256")
+    ]
+    assert len(started(result, "run")) == 24, output_of(result)
     table = json.loads((folder / "big" / "big_sweep.json").read_text(encoding="utf-8"))
     folders = [row["folder"] for row in table["rows"]]
-    assert len(set(folders)) == 24
+    assert len(set(folders)) == 24 and all((folder / "big" / name).is_dir() for name in folders)
     assert folders[:2] == [
-        "accelerator=ethos-u55-64,budget_cycles=15000,policy=policy.yaml",
-        "accelerator=ethos-u55-64,budget_cycles=15000,policy=other_policy.yaml",
+        "accelerator=ethos-u55-64,platform=corstone300_ethos_u55,budget_cycles=15000,policy=policy.yaml",
+        "accelerator=ethos-u55-64,platform=corstone300_ethos_u55,budget_cycles=15000,policy=other_policy.yaml",
     ]
-    assert folders[-1] == "accelerator=ethos-u55-256,budget_cycles=none,policy=other_policy.yaml"
+    assert (
+        folders[-1]
+        == "accelerator=ethos-u85-256,platform=corstone320_ethos_u85,budget_cycles=none,policy=other_policy.yaml"
+    )
     assert {row["segments"] for row in table["rows"] if row["options"]["budget_cycles"] is None} == {1}
+    assert len(printed_table(result, "big")) == 2 + 24
 
 
 ERRORS = [
@@ -239,7 +248,7 @@ ERRORS = [
         'env.HeliaSweep("s", model, grid={"fences": [[3], [3]]})',
         "HeliaSweep s: grid axis fences lists [3] twice",
     ),
-    ('env.HeliaSweep("s", model, grid={})', "HeliaSweep s: grid is {}; expected a mapping"),
+    ('env.HeliaSweep("s", model, grid={})', "HeliaSweep s: the grid is {}; expected a mapping"),
     (
         'env.HeliaSweep("s", model, grid={"build_dir": ["a"]})',
         "HeliaSweep s: build_dir is set by the sweep; it is neither a grid axis nor a keyword",

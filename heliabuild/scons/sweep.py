@@ -6,7 +6,8 @@
 Contract (docs/sweeps.md):
 
 - The grid maps HeliaPipeline keywords (accelerator, system_config, memory_mode, budget_cycles, fences,
-  platform, policy, backend, vela_config, ...) or construction variables (upper case) to lists of values;
+  platform, policy, backend, vela_config, ...) or construction variables (upper case), or tuples of them
+  (linked axes, whose values are tuples), to lists of values;
   its points (heliabuild.grid.expand: the product, the first axis slowest) are one HeliaPipeline each,
   `<name>.<k>` (k from 1, zero-padded), built in `<build_dir>/<point folder>/` (the point's folder name,
   heliabuild.grid), with the common keywords and the point's values. `build_dir` defaults to the sweep's
@@ -46,7 +47,7 @@ from SCons.Errors import UserError
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
-from heliabuild.grid import GridError, Point, expand
+from heliabuild.grid import GridError, Point, canonical, expand, groups
 from heliabuild.scons import pipeline, summary, vela
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
@@ -111,7 +112,7 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _check_names(env: Environment, name: object, grid: object, common: Mapping[str, object]) -> None:
+def _check_name(name: object) -> None:
     if not isinstance(name, str) or not pipeline.NAME_PATTERN.fullmatch(name):
         raise configuration_error(
             METHOD_NAME, str(name), "a sweep name is letters, digits, '_', '.', '+' and '-' (it names aliases)"
@@ -119,18 +120,19 @@ def _check_names(env: Environment, name: object, grid: object, common: Mapping[s
     existing = SCons.Node.Alias.default_ans.lookup(name)
     if existing is not None and existing.sources:
         raise configuration_error(METHOD_NAME, name, f"the alias {name!r} exists already; give each sweep its name")
-    if not isinstance(grid, Mapping) or not grid:
-        raise configuration_error(
-            METHOD_NAME, name, f"grid is {grid!r}; expected a mapping of axes to lists, e.g. {{'budget_cycles': [1]}}"
-        )
-    pipeline.check_keywords(name, {str(axis): values for axis, values in grid.items()}, METHOD_NAME, "grid axis")
+
+
+def _check_axes(name: str, axes: Mapping[str, Sequence[object]], common: Mapping[str, object]) -> None:
+    """Refuse an axis or common keyword that is no HeliaPipeline keyword (with a did-you-mean), one the sweep
+    sets itself, or an axis that is a common keyword too."""
+    pipeline.check_keywords(name, axes, METHOD_NAME, "grid axis")
     pipeline.check_keywords(name, common, METHOD_NAME)
     for keyword in NOT_AXES:
-        if keyword in grid or keyword in common:
+        if keyword in axes or keyword in common:
             raise configuration_error(
                 METHOD_NAME, name, f"{keyword} is set by the sweep; it is neither a grid axis nor a keyword"
             )
-    twice = sorted(set(grid) & set(common))
+    twice = sorted(set(axes) & set(common))
     if twice:
         raise configuration_error(
             METHOD_NAME, name, f"{', '.join(twice)} given both as a grid axis and as a keyword of every point"
@@ -148,13 +150,11 @@ def _check_choice(name: str, keyword: str, values: Sequence[object], known: Sequ
             )
 
 
-def _check_values(name: str, grid: Mapping[str, Sequence[object]], common: Mapping[str, object]) -> None:
+def _check_values(name: str, axes: Mapping[str, Sequence[object]], common: Mapping[str, object]) -> None:
     """Refuse an accelerator Vela does not know or a backend heliabuild does not have, before any pipeline."""
 
     def values(keyword: str) -> list[object]:
-        if keyword in common:
-            return [common[keyword]]
-        return list(grid.get(keyword, ()))
+        return [common[keyword]] if keyword in common else list(axes.get(keyword, ()))
 
     if values("accelerator"):
         from ethosu.vela.architecture_features import Accelerator  # only Vela's table, not its compiler
@@ -174,35 +174,38 @@ def helia_sweep(
     env: Environment,
     name: str,
     model: object,
-    grid: Mapping[str, Sequence[object]] | None = None,
+    grid: Mapping[Any, Sequence[object]] | None = None,
     build_dir: object = None,
     **common: object,
 ) -> Sweep:
     """One HeliaPipeline per point of `grid`, sharing their unfenced compiles, and their table; see the module
     docstring. `build_dir` (default: the sweep's name) is relative to the calling SConscript's folder."""
-    _check_names(env, name, grid, common)
-    assert grid is not None
-    for axis, values in grid.items():
-        if not isinstance(values, list | tuple) or not values:
-            raise configuration_error(
-                METHOD_NAME, name, f"grid axis {axis} is {values!r}; expected a non-empty list of values"
-            )
-    _check_values(name, grid, common)
+    _check_name(name)
     try:
-        points = expand({axis: _json_value(values) for axis, values in grid.items()})
-        vela_axes = [axis for axis in grid if axis in VELA_AXES]
-        unfenced_points = expand({axis: _json_value(grid[axis]) for axis in vela_axes}) if vela_axes else ()
+        found = groups(grid)
     except GridError as error:
         raise configuration_error(METHOD_NAME, name, error.message) from None
-    unfenced_folders = {tuple(p.values.values()): p.folder for p in unfenced_points}
+    axes = {axis: [value[k] for value in values] for linked, values in found for k, axis in enumerate(linked)}
+    _check_axes(name, axes, common)
+    _check_values(name, axes, common)
+    vela_axes = [axis for axis in axes if axis in VELA_AXES]
+    try:
+        points = expand({key: _json_value(values) for key, values in grid.items()})
+        compiles = {canonical([p.values[a] for a in vela_axes]): [p.values[a] for a in vela_axes] for p in points}
+        unfenced_points = expand({tuple(vela_axes): list(compiles.values())}) if vela_axes else ()
+    except GridError as error:
+        raise configuration_error(METHOD_NAME, name, error.message) from None
+    unfenced_folders = {canonical(list(p.values.values())): p.folder for p in unfenced_points}
     sweep_dir = env.Dir(name if build_dir is None else build_dir)
     width = len(str(len(points)))
     made: list[SweepPoint] = []
-    for index, (point, values) in enumerate(zip(points, itertools.product(*grid.values()), strict=True), 1):
+    combinations = itertools.product(*(values for _, values in found))
+    for index, (point, combination) in enumerate(zip(points, combinations, strict=True), 1):
         unfenced = sweep_dir.Dir(UNFENCED_FOLDER)
         if vela_axes:
-            unfenced = unfenced.Dir(unfenced_folders[tuple(point.values[axis] for axis in vela_axes)])
-        options = {**common, **dict(zip(grid, values, strict=True))}
+            unfenced = unfenced.Dir(unfenced_folders[canonical([point.values[axis] for axis in vela_axes])])
+        values = [item for value in combination for item in value]
+        options = {**common, **dict(zip(axes, values, strict=True))}
         pipeline_name = f"{name}.{index:0{width}d}"
         try:
             made_pipeline = pipeline.helia_pipeline(
@@ -211,7 +214,7 @@ def helia_sweep(
         except UserError as error:
             raise _pipeline_error(name, point, error) from None
         made.append(SweepPoint(point=point, pipeline=made_pipeline))
-    table = _table(env, name, sweep_dir, tuple(grid), made)
+    table = _table(env, name, sweep_dir, tuple(axes), made)
     alias = env.Alias(name, [*(point.pipeline.alias for point in made), *table])[0]
     summary.register_sweep(table[0], [point.pipeline.result for point in made])
     return Sweep(name=name, points=tuple(made), table=tuple(table), alias=alias)
@@ -250,7 +253,6 @@ def table_action(target: list[Node], source: list[Node], env: Environment) -> in
     `heliabuild: error:` line for a HeliaError (a bundle that does not verify, say)."""
     # Imported here, not at module level: reading the SConscripts must not pay for the readers.
     from heliabuild.files import write_all_or_nothing
-    from heliabuild.grid import Point as GridPoint
     from heliabuild.results.sweep import SweepTable, read_row
     from heliabuild.results.sweep_report import sweep_html
 
@@ -261,7 +263,7 @@ def table_action(target: list[Node], source: list[Node], env: Environment) -> in
         rows = [
             read_row(
                 entry["pipeline"],
-                GridPoint.from_json(entry),
+                Point.from_json(entry),
                 str(segments),
                 os.path.dirname(str(result)) or os.curdir,
                 folder,
@@ -269,10 +271,10 @@ def table_action(target: list[Node], source: list[Node], env: Environment) -> in
             for entry, segments, result in zip(description["points"], source[1::2], source[2::2], strict=True)
         ]
         table = SweepTable(name=description["sweep"], axes=tuple(description["axes"]), rows=tuple(rows))
-        files = table.files()
-        outputs = {str(target[0]): files[TABLE_SUFFIXES[0]], str(target[1]): files[TABLE_SUFFIXES[1]]}
-        outputs[str(target[2])] = sweep_html(table).encode("utf-8")
-        write_all_or_nothing({Path(path): data for path, data in outputs.items()})
+        files = {**table.files(), TABLE_SUFFIXES[2]: sweep_html(table).encode("utf-8")}
+        write_all_or_nothing(
+            {Path(str(node)): files[suffix] for node, suffix in zip(target, TABLE_SUFFIXES, strict=True)}
+        )
     except HeliaError as error:
         return stage_failed(error, target)
     return 0
