@@ -44,7 +44,8 @@ Contract:
   report. `policy` (a policy file or mapping) and `backend` set
   HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
   (default 'litert'). `vela_config` (a Vela .ini path or node, or a list;
-  `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG. Any
+  `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG.
+  `unfenced_dir` is the folder of the `vela-unfenced` stage (see there). Any
   other keyword is a construction variable passed to every stage's builder
   (upper case, e.g. `HELIA_VELA_OPTIMISE='Size'`); a keyword that is not upper
   case and not one of these (`config=`) is refused with a did-you-mean.
@@ -75,7 +76,7 @@ from SCons.Node import Node
 
 from heliabuild.scons import aot, fence, firmware, plan, runner, summary, vela
 from heliabuild.scons.messages import configuration_error, node_path
-from heliabuild.scons.signatures import VELA_VERSION
+from heliabuild.scons.signatures import VELA_VERSION, readable
 
 METHOD_NAME = "HeliaPipeline"
 FENCED_MODEL_ALIAS = "fenced_model"
@@ -198,7 +199,7 @@ def _vela_unfenced(env: Environment, request: PipelineRequest, built: Built) -> 
     folder = request.unfenced_dir or request.build_dir.Dir(UNFENCED_FOLDER)
     compiled = folder.File(vela.vela_target_name(request.model.name))
     stage_env = env.Override(request.overrides)
-    inputs = (node_path(request.model), *(repr(stage_env.get(option)) for option in (*vela.OPTIONS, VELA_VERSION)))
+    inputs = (node_path(request.model), *(readable(stage_env.get(option)) for option in (*vela.OPTIONS, VELA_VERSION)))
     shared = getattr(compiled.attributes, _UNFENCED, None)
     if shared is not None:  # another pipeline compiles into this folder: the same inputs share its compile
         if shared[0] != inputs:
@@ -406,7 +407,7 @@ def helia_pipeline(
 
     `build_dir` is relative to the calling SConscript's folder (under a
     variant dir, its build folder). A keyword that is not upper case and not
-    one of these is a UserError (see _check_keywords).
+    one of these is a UserError (see check_keywords).
     """
     check_keywords(str(name), overrides)
     options = {
