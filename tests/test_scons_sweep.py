@@ -178,6 +178,14 @@ def test_a_second_build_is_up_to_date_and_the_table_reruns_only_when_a_bundle_ch
     again = build_ok(folder, "kws_sweep")
     assert heliabuild_lines(again) == [] and "`kws_sweep' is up to date." in again.stdout
     assert len(printed_table(again)) == 2 + 2  # printed again, from the table on disk
+    tables = sorted((folder / "kws_sweep").glob("kws_sweep_sweep.*"))
+    written = {path: path.read_bytes() for path in tables}
+    assert len(tables) == 3 and not any(str(tmp_path).encode() in data for data in written.values())
+    for path in tables:
+        path.unlink()
+    remade = build_ok(folder, "kws_sweep")  # the same bundles give the same bytes
+    assert [line.split()[1] for line in heliabuild_lines(remade)] == ["sweep"]
+    assert {path: path.read_bytes() for path in tables} == written
     (folder / "policy.yaml").write_text(POLICY.format(n=3), encoding="utf-8")
     changed = build_ok(folder, "kws_sweep")
     assert len(started(changed, "run")) == 2 and started(changed, "sweep") == ["kws_sweep/kws_sweep_sweep.json"]
