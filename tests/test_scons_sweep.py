@@ -345,7 +345,8 @@ def test_the_report_renders_its_table_and_plots_in_a_headless_browser(
     dom = browse(page, tmp_path / "profile", "--dump-dom").stdout
     body = dom[dom.index('<table id="sweep-table">') :]
     rows = re.findall(r"<tr>(.*?)</tr>", body[body.index("<tbody>") :], flags=re.S)
-    assert [re.search(r"<td>(.*?)</td>", row).group(1) for row in rows] == FOLDERS
+    assert [re.search(r"<td>(.*?)</td>", row).group(1) for row in rows] == [f"kws_sweep.{k}" for k in range(1, 5)]
+    assert [re.search(r'<td class="path">(.*?)/results/', row).group(1) for row in rows] == FOLDERS
     estimates = dom[dom.index('<svg id="estimates"') : dom.index("</svg>", dom.index('<svg id="estimates"'))]
     assert estimates.count('class="segment"') == sum(row.segment_count for row in table.rows)
     scatter_start = dom.index('<svg id="measured-latency"')

@@ -4,12 +4,12 @@ The page (`<name>_sweep.html`) holds, for the table of heliabuild.results.sweep:
 
 - `#estimates`: Vela's estimated cycles per segment by point, a horizontal stacked bar per point (one
   `rect.segment` per segment, coloured by segment index, its value in its tooltip; the total after the
-  bar), on an axis from 0;
+  bar), on an axis from 0, labelled by the point's pipeline and its values' short texts (bar_labels);
 - `#measured-<quantity>`, one per measured quantity some point has (cycles, instructions, latency): a
   scatter of the measured median (y, in the quantity's unit and scope) against Vela's estimate (x) of each
   segment where both exist (one `circle.measured` each; a point whose backend measured only a total has
   one circle for its total, estimated as the sum of its segments); without any, a note says so;
-- `#sweep-table`: the comparison table, one `tbody tr` per point.
+- `#sweep-table`: the comparison table, one `tbody tr` per point, its pipeline first.
 
 Estimates are labelled as Vela's; a measured figure always carries its unit and scope. The same table
 gives the same bytes (no time, no path outside the table's folder).
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from heliabuild.grid import axis_texts, canonical
 from heliabuild.results.export import axis_ticks
 from heliabuild.results.sweep import QUANTITIES, SweepRow, SweepTable, measured_text, option_text
 
@@ -30,8 +31,10 @@ PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#b
 
 WIDTH = 1180
 ROW_HEIGHT = 22
-LABEL_CHARACTERS = 60
-"""Labels longer than this are cut with `…` (the full label is in the tooltip)."""
+LABEL_CHARACTERS = 80
+"""Bar labels longer than this are cut with `…` (the full label is in the tooltip)."""
+CHARACTER_WIDTH = 6.6
+"""About the width of one character of a 12px sans-serif label, in pixels, to size the labels' margin."""
 
 STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; background: #fff; }
@@ -40,6 +43,7 @@ p.note { color: #555; max-width: 70em; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #eef; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
+td.path { word-break: break-all; min-width: 16em; }
 svg text { font-size: 12px; fill: #222; }
 .legend { font-size: 13px; margin: 4px 0; }
 .swatch { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; }
@@ -57,8 +61,21 @@ def _number(value: float) -> str:
 
 
 def _label(row: SweepRow, axes: Sequence[str]) -> str:
-    """A point's label: its value on each axis, as `axis=value`, joined by `, `."""
+    """A point's full label, for tooltips: its value on each axis, as `axis=value`, joined by `, `."""
     return ", ".join(f"{axis}={option_text(row.point.values[axis])}" for axis in axes)
+
+
+def bar_labels(table: SweepTable) -> list[str]:
+    """Each row's bar label: its pipeline, then its value's text (heliabuild.grid.axis_texts: short, and
+    distinct within an axis) on each axis, in the table's axis order, joined by `, `."""
+    texts: dict[str, dict[str, str]] = {}
+    for axis in table.axes:
+        distinct = {canonical(row.point.values[axis]): row.point.values[axis] for row in table.rows}
+        texts[axis] = dict(zip(distinct, axis_texts(list(distinct.values())), strict=True))
+    return [
+        f"{row.pipeline}  " + ", ".join(texts[axis][canonical(row.point.values[axis])] for axis in table.axes)
+        for row in table.rows
+    ]
 
 
 def _cut(text: str) -> str:
@@ -74,7 +91,8 @@ def _legend(segments: int) -> str:
 
 def estimates_svg(table: SweepTable) -> str:
     """The stacked bars of Vela's estimated cycles per segment, one bar per point (module docstring)."""
-    left, right, top = 430, 90, 10
+    labels = [_cut(label) for label in bar_labels(table)]
+    left, right, top = 12 + CHARACTER_WIDTH * max(len(label) for label in labels), 90, 10
     height = top + ROW_HEIGHT * len(table.rows) + 40
     totals = [sum(row.estimated_cycles) for row in table.rows]
     ticks = axis_ticks(float(max(totals, default=0)))
@@ -93,12 +111,12 @@ def estimates_svg(table: SweepTable) -> str:
         f'<text x="{left + span / 2:.1f}" y="{base + 34}" text-anchor="middle">'
         "estimated cycles (Vela's estimate, per segment, stacked)</text>"
     )
-    for index, (row, total) in enumerate(zip(table.rows, totals, strict=True)):
+    for index, (row, total, shown) in enumerate(zip(table.rows, totals, labels, strict=True)):
         y = top + index * ROW_HEIGHT
         label = _label(row, table.axes)
         parts.append(
-            f'<text x="{left - 8}" y="{y + 15}" text-anchor="end"><title>{escape(row.point.folder)}</title>'
-            f"{escape(_cut(label))}</text>"
+            f'<text x="{left - 8:.1f}" y="{y + 15}" text-anchor="end"><title>{escape(label)}</title>'
+            f"{escape(shown)}</text>"
         )
         x = float(left)
         for segment, cycles in enumerate(row.estimated_cycles):
@@ -230,23 +248,23 @@ def scatter_svg(table: SweepTable, quantity: str, unit: str) -> str:
     return f"<h3>{escape(title)}</h3>{_legend(max(row.segment_count for row in table.rows))}" + "".join(parts)
 
 
-_CLASSES = {"": "", "number": ' class="number"'}
+_CLASSES = {"": "", "number": ' class="number"', "path": ' class="path"'}
 
 
 def _table_html(table: SweepTable) -> str:
-    header = ["point", "pipeline", *table.axes, "segments", "Vela est. cycles/segment", "measured median"]
+    header = ["pipeline", *table.axes, "segments", "Vela est. cycles/segment", "measured median"]
     header += ["Vela SRAM KiB", "Vela flash KiB", "bundle"]
     lines = ['<table id="sweep-table"><thead><tr>', *(f"<th>{escape(cell)}</th>" for cell in header)]
     lines.append("</tr></thead><tbody>")
     for row in table.rows:
-        cells = [(row.point.folder, ""), (row.pipeline, "")]
+        cells = [(row.pipeline, "")]
         cells += [(option_text(row.point.values[axis]), "") for axis in table.axes]
         cells.append((str(row.segment_count), "number"))
         cells.append((" / ".join(_number(c) for c in row.estimated_cycles), "number"))
         cells.append((measured_text(row), ""))
         for kib in (row.vela_sram_used_kib, row.vela_off_chip_flash_used_kib):
             cells.append(("-" if kib is None else f"{kib:.1f}", "number"))
-        cells.append((row.bundle, ""))
+        cells.append((row.bundle, "path"))
         lines.append("<tr>")
         lines += [f"<td{_CLASSES[kind]}>{escape(text)}</td>" for text, kind in cells]
         lines.append("</tr>")
@@ -271,6 +289,7 @@ def sweep_html(table: SweepTable) -> str:
         "are medians over the measured invokes, each with its unit and the scope the run names. "
         "SRAM and flash are Vela's compile-time figures.</p>"
         "<h2>Vela's estimated cycles per segment</h2>"
+        f'<p class="note">Each bar is a point: its pipeline, then its {escape(", ".join(table.axes))}.</p>'
         f"{_legend(segments)}{estimates_svg(table)}"
         f"<h2>Measured against estimated</h2>{measured}"
         f"<h2>Table</h2>{_table_html(table)}"
