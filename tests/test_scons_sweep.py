@@ -301,6 +301,21 @@ def test_pipelines_given_one_unfenced_dir_share_its_compile_and_other_vela_optio
     ) in refused.stderr
 
 
+def test_the_sweep_in_docs_sweeps_md_reads_and_plans_its_points(tmp_path: Path) -> None:
+    """The first Python block of docs/sweeps.md, verbatim as an SConstruct, in a dry run."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "sweeps.md").read_text(encoding="utf-8")
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "SConstruct").write_text(block, encoding="utf-8")
+    (folder / "policy.yaml").write_text(POLICY.format(n=1), encoding="utf-8")
+    result = build_ok(folder, "-n", "kws_sweep")
+    assert len(started(result, "vela", "kws_sweep/unfenced/")) == 3 and len(started(result, "run")) == 9
+    assert "kws_sweep/accelerator=ethos-u55-64,budget_cycles=none/results/kws_sweep.3/result.json" in started(
+        result, "run"
+    )
+
+
 # --- the report in a real browser ----------------------------------------------------------------------------------
 
 
