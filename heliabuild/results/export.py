@@ -296,7 +296,7 @@ def _panels(result: Result) -> list[tuple[str, list[tuple[str, float | None]], s
     ]
 
 
-def _ticks(peak: float) -> list[float]:
+def axis_ticks(peak: float) -> list[float]:
     """Round tick values from 0 up to the first at or above `peak`: steps of 1, 2, 2.5 or 5 times a power
     of ten, about _TICKS of them (0 and 1 for a panel with nothing above 0)."""
     if not peak > 0:
@@ -326,7 +326,7 @@ def plot_svg(result: Result, path: str | os.PathLike[str]) -> Path:
         base = top + bar_area - 20  # the x axis
         plot_height = bar_area - 40
         parts.append(f'<text x="10" y="{top - 18}" font-size="13">{escape(title)}</text>')
-        ticks = _ticks(max((value for _, value in values if value is not None), default=0.0))
+        ticks = axis_ticks(max((value for _, value in values if value is not None), default=0.0))
         peak = ticks[-1]
         parts.append(f'<line x1="{left}" y1="{base}" x2="{width - 10}" y2="{base}" stroke="black"/>')
         parts.append(f'<line x1="{left}" y1="{base}" x2="{left}" y2="{base - plot_height}" stroke="black"/>')

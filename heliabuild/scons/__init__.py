@@ -23,6 +23,9 @@ site_scons/site_tools/helia.py, which delegates here; either adds:
   see heliabuild.scons.runner;
 - the pseudo-builder `env.HeliaPipeline(name, model, ...)`, which chains the
   stages and adds aliases, see heliabuild.scons.pipeline;
+- the pseudo-builder `env.HeliaSweep(name, model, grid={...})`, one pipeline
+  per point of a grid, sharing their unfenced compiles, and `HeliaSweepTable`,
+  their comparison table and HTML report, see heliabuild.scons.sweep;
 - the summary table of the pipelines whose run stage a build built or found
   up to date, printed when the build ends, see heliabuild.scons.summary.
 

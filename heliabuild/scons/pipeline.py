@@ -11,7 +11,9 @@ Contract:
 - The stages are STAGES, in order; a pipeline has those whose `applies`
   holds for its request, each fed by the ones before it:
   - `vela-unfenced` (with `budget_cycles`): HeliaVela on the model, into
-    `<build_dir>/unfenced/`;
+    `<build_dir>/unfenced/` or `unfenced_dir`; pipelines given one
+    `unfenced_dir` share one compile when their model and Vela options are
+    the same (another model or other options there are a UserError);
   - `plan-fences` (with `budget_cycles`): HeliaFencePlan of the model and
     that per-layer CSV, `<build_dir>/<name>_fence_plan.json`;
   - `fence` (with `fences` or `budget_cycles`): HeliaFence, `<build_dir>/<name>_fenced.tflite`
@@ -42,7 +44,8 @@ Contract:
   report. `policy` (a policy file or mapping) and `backend` set
   HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
   (default 'litert'). `vela_config` (a Vela .ini path or node, or a list;
-  `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG. Any
+  `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG.
+  `unfenced_dir` is the folder of the `vela-unfenced` stage (see there). Any
   other keyword is a construction variable passed to every stage's builder
   (upper case, e.g. `HELIA_VELA_OPTIMISE='Size'`); a keyword that is not upper
   case and not one of these (`config=`) is refused with a did-you-mean.
@@ -73,6 +76,7 @@ from SCons.Node import Node
 
 from heliabuild.scons import aot, fence, firmware, plan, runner, summary, vela
 from heliabuild.scons.messages import configuration_error, node_path
+from heliabuild.scons.signatures import VELA_VERSION, readable
 
 METHOD_NAME = "HeliaPipeline"
 FENCED_MODEL_ALIAS = "fenced_model"
@@ -84,7 +88,8 @@ RESULTS_FOLDER = "results"
 FIRMWARE_FOLDER = "firmware"
 QEMU_BACKEND = "qemu-m55"
 QEMU_PLATFORM = "mps3_an547"
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+"""What a pipeline name (or a sweep's) may be: it names aliases and folders."""
 
 Fences = tuple[int, ...] | Node | None
 
@@ -101,6 +106,7 @@ class PipelineRequest:
     overrides: Mapping[str, object]
     prefix: str = ""
     backend: str = "litert"
+    unfenced_dir: Node | None = None
 
 
 Built = Mapping[str, list[Node]]
@@ -185,9 +191,28 @@ def _on_qemu(request: PipelineRequest) -> bool:
     return request.backend == QEMU_BACKEND
 
 
+_UNFENCED = "helia_unfenced"
+"""Attribute of an unfenced compile's first target: (its inputs, its targets), for the pipelines that share it."""
+
+
 def _vela_unfenced(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    folder = request.build_dir.Dir(UNFENCED_FOLDER)
-    return env.HeliaVela(folder.File(vela.vela_target_name(request.model.name)), request.model, **request.overrides)
+    folder = request.unfenced_dir or request.build_dir.Dir(UNFENCED_FOLDER)
+    compiled = folder.File(vela.vela_target_name(request.model.name))
+    stage_env = env.Override(request.overrides)
+    inputs = (node_path(request.model), *(readable(stage_env.get(option)) for option in (*vela.OPTIONS, VELA_VERSION)))
+    shared = getattr(compiled.attributes, _UNFENCED, None)
+    if shared is not None:  # another pipeline compiles into this folder: the same inputs share its compile
+        if shared[0] != inputs:
+            raise configuration_error(
+                METHOD_NAME,
+                request.name,
+                f"{node_path(folder)} holds the unfenced compile of another pipeline, of "
+                f"{shared[0][0]} with other Vela options; give each model and Vela options an unfenced_dir of its own",
+            )
+        return list(shared[1])
+    targets = env.HeliaVela(compiled, request.model, **request.overrides)
+    setattr(compiled.attributes, _UNFENCED, (inputs, tuple(targets)))
+    return targets
 
 
 def _plan_fences(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
@@ -302,7 +327,7 @@ def _request(
     prefix: str = "",
 ) -> PipelineRequest:
     """Check a HeliaPipeline call and resolve its arguments to nodes; UserError for a call that cannot work."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise configuration_error(
             METHOD_NAME, str(name), "a pipeline name is letters, digits, '_', '.', '+' and '-' (it names aliases)"
         )
@@ -333,17 +358,20 @@ def _request(
     )
 
 
-def _check_keywords(name: str, overrides: Mapping[str, object]) -> None:
+def check_keywords(
+    name: str, overrides: Mapping[str, object], method: str = METHOD_NAME, what: str = "keyword"
+) -> None:
     """Refuse a keyword that is neither a HeliaPipeline argument nor a construction variable (upper case),
-    such as `config=`, with the closest arguments as a did-you-mean."""
+    such as `config=`, with the closest arguments as a did-you-mean, as a UserError of `method` `name`
+    that calls it a `what`."""
     for keyword in sorted(overrides):
-        if keyword != keyword.upper():
+        if keyword != keyword.upper() and keyword not in _keywords():
             close = difflib.get_close_matches(keyword, _keywords(), n=3)
             hint = f"; did you mean {' or '.join(f'{match}=' for match in close)}?" if close else ""
             raise configuration_error(
-                METHOD_NAME,
+                method,
                 name,
-                f"unknown keyword {keyword}={overrides[keyword]!r}{hint} "
+                f"unknown {what} {keyword}={overrides[keyword]!r}{hint} "
                 f"(the keywords are {', '.join(_keywords())}; a construction variable is upper case)",
             )
 
@@ -372,15 +400,16 @@ def helia_pipeline(
     policy: object = None,
     backend: str | None = None,
     vela_config: object = None,
+    unfenced_dir: object = None,
     **overrides: object,
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
 
     `build_dir` is relative to the calling SConscript's folder (under a
     variant dir, its build folder). A keyword that is not upper case and not
-    one of these is a UserError (see _check_keywords).
+    one of these is a UserError (see check_keywords).
     """
-    _check_keywords(str(name), overrides)
+    check_keywords(str(name), overrides)
     options = {
         vela.ACCELERATOR: accelerator,
         vela.SYSTEM_CONFIG: system_config,
@@ -419,7 +448,9 @@ def helia_pipeline(
         given[aot.PLATFORM] = QEMU_PLATFORM
         given[firmware.PREFIX] = module_prefix
     request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
-    request = replace(request, backend=str(chosen_backend))
+    request = replace(
+        request, backend=str(chosen_backend), unfenced_dir=None if unfenced_dir is None else env.Dir(unfenced_dir)
+    )
     built: dict[str, list[Node]] = {}
     for stage in STAGES:
         if stage.applies(request):

@@ -5,6 +5,10 @@ per SCons process (install) that prints the table on stdout after SCons's last l
 in the order they were made. Nothing is printed when the build failed or was interrupted (Ctrl-C), ran
 with `-n`, `-c` or `-h`, or when no registered run stage was built or found up to date in it (a build of
 `<name>-vela`, say). A row is read from the verified bundle with heliabuild.api.
+
+A sweep (heliabuild.scons.sweep) registers its table too (register_sweep): a build that built or found up to
+date the table's JSON prints the table after the pipelines' table, which then leaves out the sweep's
+pipelines (a build of one point, `scons <sweep>.3`, prints that pipeline's row).
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from SCons.Node import Node
 _registered: list[tuple[str, Node]] = []
 """(pipeline name, its result.json node) of every pipeline made in this SCons process, in order."""
 
+_sweeps: list[tuple[Node, frozenset[Node]]] = []
+"""(`<name>_sweep.json` node, its pipelines' result.json nodes) of every sweep made in this SCons process."""
+
 _installed: list[bool] = []
 """Holds True once the exit hook is installed."""
 
@@ -27,6 +34,12 @@ _installed: list[bool] = []
 def register(name: str, result: Node) -> None:
     """Give the pipeline `name`, whose run stage's first target is `result` (result.json), a row."""
     _registered.append((name, result))
+
+
+def register_sweep(table_json: Node, results: Sequence[Node]) -> None:
+    """Print the sweep table `table_json` (its `<name>_sweep.json`) after a build that built it or found it
+    up to date, instead of the rows of the pipelines whose result.json nodes are `results`."""
+    _sweeps.append((table_json, frozenset(results)))
 
 
 def install() -> None:
@@ -52,17 +65,33 @@ def print_summary() -> None:
     if not build_succeeded():
         return
     finished = (SCons.Node.executed, SCons.Node.up_to_date)
+    tables = [(table, results) for table, results in _sweeps if table.get_state() in finished]
+    claimed = frozenset().union(*(results for _, results in tables))
     try:
         rows = [
             summary_row(name, result.dir.get_internal_path())
             for name, result in _registered
-            if result.get_state() in finished
+            if result.get_state() in finished and result not in claimed
         ]
         if rows:
             sys.stdout.write(summary_table(rows))
-            sys.stdout.flush()
+        for table, _ in tables:
+            sys.stdout.write(sweep_summary(table.get_internal_path()))
+        sys.stdout.flush()
     except KeyboardInterrupt:
         return
+
+
+def sweep_summary(table_json: str) -> str:
+    """The text of the sweep table in `table_json` (heliabuild.results.sweep), then the names of its files."""
+    from heliabuild.documents import read_json
+    from heliabuild.errors import ResultError
+    from heliabuild.results.sweep import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
+
+    table = SweepTable.from_json(read_json(table_json, "sweep table", error=ResultError), table_json)
+    stem = table_json.removesuffix(JSON_SUFFIX)
+    files = ", ".join(f"{stem}{suffix}" for suffix in (CSV_SUFFIX, JSON_SUFFIX, HTML_SUFFIX))
+    return f"{table.to_text()}sweep {table.name}: {files}\n"
 
 
 def summary_row(name: str, result_dir: str) -> list[str]:

@@ -15,7 +15,7 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 
 from heliabuild.locks import LockError, acquire, release
-from heliabuild.scons import aot, fence, firmware, pipeline, plan, remote_cache, runner, summary, synth, vela
+from heliabuild.scons import aot, fence, firmware, pipeline, plan, remote_cache, runner, summary, sweep, synth, vela
 
 BUILDERS = {
     aot.BUILDER_NAME: aot.aot_builder,
@@ -24,6 +24,7 @@ BUILDERS = {
     plan.BUILDER_NAME: plan.plan_builder,
     runner.RUNNER_BUILDER_NAME: runner.runner_builder,
     runner.RUN_BUILDER_NAME: runner.run_builder,
+    sweep.TABLE_BUILDER_NAME: sweep.table_builder,
     synth.BUILDER_NAME: synth.synth_builder,
     vela.BUILDER_NAME: vela.vela_builder,
 }
@@ -31,6 +32,7 @@ BUILDERS = {
 
 METHODS = {
     pipeline.METHOD_NAME: pipeline.helia_pipeline,
+    sweep.METHOD_NAME: sweep.helia_sweep,
 }
 """Method name -> function of every pseudo-builder the tool adds (env.AddMethod)."""
 
@@ -60,7 +62,7 @@ def generate(env: Environment) -> None:
     remote_cache.configure(env)
     lock_the_build(env)
     summary.install()
-    for module in (aot, fence, firmware, plan, runner, synth, vela):
+    for module in (aot, fence, firmware, plan, runner, sweep, synth, vela):
         env.SetDefault(**module.DEFAULTS)
     env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})
     for name, function in METHODS.items():

@@ -1,0 +1,286 @@
+"""A sweep's comparison table: one row per point of its grid (docs/sweeps.md, "The outputs").
+
+A row is read from the point's Vela `<stem>_segments.json` (validated) and its result bundle (verified with
+heliabuild.results.reader.load_result). It holds the point's options (its value on each axis), its
+segment count, Vela's estimated cycles per segment (an estimate, never a measurement), the measured
+figures the backend has (each the median over the measured invokes, in total and per segment, with its
+unit and the scope the result names; null where the backend does not measure it) and Vela's SRAM and
+off-chip flash use (Vela's compile-time figures from its summary CSV, null where it reported none).
+
+The table is written as `<name>_sweep.json` (schemas/sweep.schema.json), `<name>_sweep.csv` (one line per
+row; lists `/`-joined, null an empty cell) and printed as text (`SweepTable.to_text`). Paths in it are
+relative to the table's folder, so it holds no absolute path and no time: the same inputs give the same
+bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from heliabuild.errors import ResultError, SchemaError
+from heliabuild.files import json_text
+from heliabuild.grid import Point, canonical
+from heliabuild.results.figures import measured_figures
+from heliabuild.results.reader import load_result
+from heliabuild.schema_files import validate
+
+SWEEP_SCHEMA_VERSION = 1
+SCHEMA = "sweep"
+CSV_SUFFIX = "_sweep.csv"
+JSON_SUFFIX = "_sweep.json"
+HTML_SUFFIX = "_sweep.html"
+
+QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
+    ("cycles", "cycles", "cycles.total", "cycles.segment.{k}"),
+    ("instructions", "instructions", "instructions.total", "instructions.segment.{k}"),
+    ("latency", "s", "latency_s", "segment_latency_s.{k}"),
+)
+"""(quantity, unit, figure of the total, figure of segment k) of each measured quantity a row reports."""
+
+_SCOPE_FIELDS = {"cycles": "cycles", "instructions": "instructions", "latency": "latency_s"}
+"""The field of the result's `scopes` that names each quantity's scope."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measured quantity of a run: the median per invoke in total and per segment (None where a segment
+    is not measured), its unit, and what it counts (the result's scope, e.g. host_wall_clock)."""
+
+    quantity: str
+    unit: str
+    scope: str | None
+    median: float | None
+    segments: tuple[float | None, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit,
+            "scope": self.scope,
+            "median": self.median,
+            "segments": list(self.segments),
+        }
+
+    @classmethod
+    def from_json(cls, quantity: str, document: Mapping[str, Any]) -> Measured:
+        return cls(
+            quantity=quantity,
+            unit=document["unit"],
+            scope=document["scope"],
+            median=document["median"],
+            segments=tuple(document["segments"]),
+        )
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One point of a sweep, as the table shows it (module docstring)."""
+
+    pipeline: str
+    point: Point
+    estimated_cycles: tuple[int, ...]
+    measured: Mapping[str, Measured | None]
+    vela_sram_used_kib: float | None
+    vela_off_chip_flash_used_kib: float | None
+    bundle: str
+
+    @property
+    def segment_count(self) -> int:
+        return len(self.estimated_cycles)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pipeline": self.pipeline,
+            **self.point.to_json(),
+            "segments": self.segment_count,
+            "vela_estimated_cycles": list(self.estimated_cycles),
+            "measured": {
+                quantity: None if self.measured[quantity] is None else self.measured[quantity].to_json()
+                for quantity, *_ in QUANTITIES
+            },
+            "vela_sram_used_kib": self.vela_sram_used_kib,
+            "vela_off_chip_flash_used_kib": self.vela_off_chip_flash_used_kib,
+            "bundle": self.bundle,
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> SweepRow:
+        measured = document["measured"]
+        return cls(
+            pipeline=document["pipeline"],
+            point=Point.from_json(document),
+            estimated_cycles=tuple(document["vela_estimated_cycles"]),
+            measured=MappingProxyType(
+                {q: None if measured[q] is None else Measured.from_json(q, measured[q]) for q, *_ in QUANTITIES}
+            ),
+            vela_sram_used_kib=document["vela_sram_used_kib"],
+            vela_off_chip_flash_used_kib=document["vela_off_chip_flash_used_kib"],
+            bundle=document["bundle"],
+        )
+
+
+@dataclass(frozen=True)
+class SweepTable:
+    """The comparison table of the sweep `name`: its axes, in the grid's order, and one row per point."""
+
+    name: str
+    axes: tuple[str, ...]
+    rows: tuple[SweepRow, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SWEEP_SCHEMA_VERSION,
+            "sweep": self.name,
+            "axes": list(self.axes),
+            "rows": [row.to_json() for row in self.rows],
+        }
+
+    @classmethod
+    def from_json(cls, document: Any, source: str) -> SweepTable:
+        """The table of a `<name>_sweep.json` document; ResultError naming `source` and the field otherwise."""
+        try:
+            validate(document, SCHEMA, source)
+        except SchemaError as failure:
+            raise ResultError(failure.message) from None
+        return cls(
+            name=document["sweep"],
+            axes=tuple(document["axes"]),
+            rows=tuple(SweepRow.from_json(row) for row in document["rows"]),
+        )
+
+    def to_csv(self) -> str:
+        """The CSV text: a header, then one line per row (module docstring)."""
+        header = ["pipeline", "point", *self.axes, "segments", "vela_estimated_cycles", "vela_estimated_cycles_total"]
+        for quantity, *_ in QUANTITIES:
+            header += [f"measured_{quantity}_{part}" for part in ("median", "segments", "unit", "scope")]
+        header += ["vela_sram_used_kib", "vela_off_chip_flash_used_kib", "bundle"]
+        stream = io.StringIO()
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(header)
+        for row in self.rows:
+            cells: list[object] = [row.pipeline, row.point.folder]
+            cells += [option_text(row.point.values[axis]) for axis in self.axes]
+            cells += [row.segment_count, _joined(row.estimated_cycles), sum(row.estimated_cycles)]
+            for quantity, *_ in QUANTITIES:
+                measured = row.measured[quantity]
+                if measured is None:
+                    cells += ["", "", "", ""]
+                else:
+                    cells += [_cell(measured.median), _joined(measured.segments), measured.unit, _cell(measured.scope)]
+            cells += [_cell(row.vela_sram_used_kib), _cell(row.vela_off_chip_flash_used_kib), row.bundle]
+            writer.writerow(cells)
+        return stream.getvalue()
+
+    def to_text(self) -> str:
+        """The table printed after a build: one line per point, in columns, then the files' names."""
+        header = ["point", "pipeline", "segments", "Vela est. cycles/segment", "measured median", "Vela SRAM KiB"]
+        header.append("Vela flash KiB")
+        rows = [
+            [
+                row.point.folder,
+                row.pipeline,
+                str(row.segment_count),
+                _joined(row.estimated_cycles) or "-",
+                measured_text(row),
+                _kib(row.vela_sram_used_kib),
+                _kib(row.vela_off_chip_flash_used_kib),
+            ]
+            for row in self.rows
+        ]
+        widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+        lines = [f"sweep {self.name}: {len(self.rows)} point{'' if len(self.rows) == 1 else 's'}"]
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip())
+        lines.append("  ".join("-" * width for width in widths))
+        lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+        return "\n".join(lines) + "\n"
+
+    def files(self) -> dict[str, bytes]:
+        """The bytes of the CSV and JSON files, by suffix (CSV_SUFFIX, JSON_SUFFIX)."""
+        return {CSV_SUFFIX: self.to_csv().encode("utf-8"), JSON_SUFFIX: json_text(self.to_json()).encode("utf-8")}
+
+
+def option_text(value: Any) -> str:
+    """An option as a CSV cell or label: a string as it is, anything else as its canonical JSON."""
+    return value if isinstance(value, str) else canonical(value)
+
+
+def _cell(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _joined(values: Sequence[object]) -> str:
+    return "/".join("-" if value is None else str(value) for value in values)
+
+
+def _kib(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _scaled(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value * 1e6:.1f} us"
+    return f"{value:.0f} {unit}"
+
+
+def measured_text(row: SweepRow) -> str:
+    """The measured medians of a row, each with its unit and scope (`365.9 us host_wall_clock`), or `-`."""
+    parts = [
+        f"{_scaled(measured.median, measured.unit)} {measured.scope or 'unknown scope'}"
+        for measured in row.measured.values()
+        if measured is not None and measured.median is not None
+    ]
+    return "; ".join(parts) or "-"
+
+
+def _measured(result: Any) -> dict[str, Measured | None]:
+    """Each quantity of QUANTITIES the result measured (a known total or segment), else None."""
+    medians = {figure.name: figure.median for figure in measured_figures(result)}
+    scopes = result.document.get("scopes") or {}
+    count = len(result.segments)
+    measured: dict[str, Measured | None] = {}
+    for quantity, unit, total, segment in QUANTITIES:
+        segments = tuple(medians.get(segment.format(k=k)) for k in range(count))
+        median = medians.get(total)
+        if median is None and all(value is None for value in segments):
+            measured[quantity] = None
+            continue
+        scope = scopes.get(_SCOPE_FIELDS[quantity])
+        measured[quantity] = Measured(quantity=quantity, unit=unit, scope=scope, median=median, segments=segments)
+    return measured
+
+
+def read_row(
+    pipeline: str,
+    point: Point,
+    segments_json: str | os.PathLike[str],
+    bundle: str | os.PathLike[str],
+    table_folder: str | os.PathLike[str],
+) -> SweepRow:
+    """The row of `point` (built as the pipeline `pipeline`) from its Vela segments.json and its result bundle;
+    the row names the bundle relative to `table_folder`. ResultError (or the reader's error) naming the file
+    that cannot be read, or a segments.json and bundle whose segment counts differ."""
+    from heliabuild.vela.segments import read_segments_document
+
+    segments = read_segments_document(segments_json, error=ResultError)
+    result = load_result(bundle)
+    if len(result.segments) != len(segments["segments"]):
+        raise ResultError(
+            f"{bundle}: the bundle has {len(result.segments)} segments, and {segments_json} "
+            f"{len(segments['segments'])}: they are not of one pipeline"
+        )
+    vela = segments["vela"]
+    return SweepRow(
+        pipeline=pipeline,
+        point=point,
+        estimated_cycles=tuple(int(segment["op_cycles"]) for segment in segments["segments"]),
+        measured=MappingProxyType(_measured(result)),
+        vela_sram_used_kib=vela.get("sram_memory_used_kib"),
+        vela_off_chip_flash_used_kib=vela.get("off_chip_flash_memory_used_kib"),
+        bundle=Path(os.path.relpath(bundle, table_folder)).as_posix(),
+    )

@@ -1,0 +1,285 @@
+"""The HeliaSweep pseudo-builder and the HeliaSweepTable builder: a grid of pipelines and their comparison.
+
+    env.HeliaSweep('kws_sweep', model, grid={'accelerator': ['ethos-u55-128', 'ethos-u85-256'],
+                                             'budget_cycles': [20000, 40000]}, policy='policy.yaml')
+
+Contract (docs/sweeps.md):
+
+- The grid maps HeliaPipeline keywords (accelerator, system_config, memory_mode, budget_cycles, fences,
+  platform, policy, backend, vela_config, ...) or construction variables (upper case), or tuples of them
+  (linked axes, whose values are tuples), to lists of values;
+  its points (heliabuild.grid.expand: the product, the first axis slowest) are one HeliaPipeline each,
+  `<name>.<k>` (k from 1, zero-padded), built in `<build_dir>/<point folder>/` (the point's folder name,
+  heliabuild.grid), with the common keywords and the point's values. `build_dir` defaults to the sweep's
+  name.
+- One unfenced Vela compile per (model, Vela options) feeds every budget: each point's pipeline gets
+  `unfenced_dir=<build_dir>/unfenced/<folder of its Vela axes>` (`<build_dir>/unfenced/` when no Vela
+  option is an axis), which the pipelines with the same Vela options share.
+- HeliaSweepTable writes `<build_dir>/<name>_sweep.json`, `_sweep.csv` and `_sweep.html` from every
+  point's segments.json and result bundle (heliabuild.results.sweep and .sweep_report); its sources are
+  those files and a Value of the points, so it reruns only when one of them changes. The build prints the
+  table after it ends, instead of the points' rows of the pipelines' summary (heliabuild.scons.summary).
+- Aliases: `<name>` (every pipeline of the sweep and the table), and each pipeline's own.
+- Returns a Sweep: its points, each with its pipeline, and the table's nodes.
+- A grid that cannot work is one UserError naming the SConscript line: an axis that is not a keyword
+  (with a did-you-mean) or is given as a common keyword too, an axis that is no list of values, a value
+  listed twice, an accelerator Vela does not know or a backend heliabuild does not have (with a
+  did-you-mean), or a value the pipeline refuses (naming the point).
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import SCons.Node.Alias
+from SCons.Action import Action
+from SCons.Builder import Builder
+from SCons.Environment import Base as Environment
+from SCons.Errors import UserError
+from SCons.Node import Node
+
+from heliabuild.errors import HeliaError
+from heliabuild.grid import GridError, Point, canonical, expand, groups
+from heliabuild.scons import pipeline, summary, vela
+from heliabuild.scons.leftovers import remove_leftovers
+from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.signatures import VELA_VERSION, add_stage_dependencies
+
+METHOD_NAME = "HeliaSweep"
+TABLE_BUILDER_NAME = "HeliaSweepTable"
+STAGE = "sweep"
+COMSTR = "HELIA_SWEEPCOMSTR"
+DEFAULTS: dict[str, object] = {COMSTR: stage_comstr(STAGE)}
+UNFENCED_FOLDER = "unfenced"
+# heliabuild.results.sweep's names and heliabuild.runner.freeze.BACKENDS, restated so that reading the
+# SConscripts imports neither (tests check they agree).
+TABLE_SUFFIXES = ("_sweep.json", "_sweep.csv", "_sweep.html")
+BACKENDS = ("litert", "qemu-m55", "fvp")
+
+VELA_AXES = ("accelerator", "system_config", "memory_mode", "vela_config", *vela.OPTIONS, VELA_VERSION)
+"""The axes that change Vela's compile: points that agree on them share the unfenced compile."""
+
+NOT_AXES = ("name", "model", "build_dir", "unfenced_dir")
+"""HeliaPipeline keywords the sweep sets itself: neither axes nor common keywords."""
+
+_CALLED_AT = re.compile(r" \(called at [^()]*\)$")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point of a sweep: its values and folder (heliabuild.grid.Point) and the pipeline that builds it."""
+
+    point: Point
+    pipeline: pipeline.Pipeline
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What HeliaSweep returns: its points in grid order, the table's nodes (JSON, CSV, HTML) and its alias."""
+
+    name: str
+    points: tuple[SweepPoint, ...]
+    table: tuple[Node, ...]
+    alias: Node
+
+    def __iter__(self) -> Iterator[SweepPoint]:
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    @property
+    def pipelines(self) -> list[pipeline.Pipeline]:
+        return [point.pipeline for point in self.points]
+
+
+def _json_value(value: Any) -> Any:
+    """A grid value as heliabuild.grid takes it: a node as its path, lists and mappings item by item."""
+    if isinstance(value, Node):
+        return node_path(value)
+    if isinstance(value, list | tuple):
+        return [_json_value(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _json_value(item) for key, item in value.items()}
+    return value
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not pipeline.NAME_PATTERN.fullmatch(name):
+        raise configuration_error(
+            METHOD_NAME, str(name), "a sweep name is letters, digits, '_', '.', '+' and '-' (it names aliases)"
+        )
+    existing = SCons.Node.Alias.default_ans.lookup(name)
+    if existing is not None and existing.sources:
+        raise configuration_error(METHOD_NAME, name, f"the alias {name!r} exists already; give each sweep its name")
+
+
+def _check_axes(name: str, axes: Mapping[str, Sequence[object]], common: Mapping[str, object]) -> None:
+    """Refuse an axis or common keyword that is no HeliaPipeline keyword (with a did-you-mean), one the sweep
+    sets itself, or an axis that is a common keyword too."""
+    pipeline.check_keywords(name, axes, METHOD_NAME, "grid axis")
+    pipeline.check_keywords(name, common, METHOD_NAME)
+    for keyword in NOT_AXES:
+        if keyword in axes or keyword in common:
+            raise configuration_error(
+                METHOD_NAME, name, f"{keyword} is set by the sweep; it is neither a grid axis nor a keyword"
+            )
+    twice = sorted(set(axes) & set(common))
+    if twice:
+        raise configuration_error(
+            METHOD_NAME, name, f"{', '.join(twice)} given both as a grid axis and as a keyword of every point"
+        )
+
+
+def _check_choice(name: str, keyword: str, values: Sequence[object], known: Sequence[str], what: str) -> None:
+    """A UserError for a string of `values` not in `known`, with the closest of them as a did-you-mean."""
+    for value in values:
+        if isinstance(value, str) and value not in known:
+            close = difflib.get_close_matches(value, known, n=2)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise configuration_error(
+                METHOD_NAME, name, f"{keyword} {value!r} is not {what}{hint} (they are {', '.join(known)})"
+            )
+
+
+def _check_values(name: str, axes: Mapping[str, Sequence[object]], common: Mapping[str, object]) -> None:
+    """Refuse an accelerator Vela does not know or a backend heliabuild does not have, before any pipeline."""
+
+    def values(keyword: str) -> list[object]:
+        return [common[keyword]] if keyword in common else list(axes.get(keyword, ()))
+
+    if values("accelerator"):
+        from ethosu.vela.architecture_features import Accelerator  # only Vela's table, not its compiler
+
+        known = Accelerator.member_list()
+        _check_choice(name, "accelerator", values("accelerator"), known, "an accelerator Vela knows")
+    _check_choice(name, "backend", values("backend"), BACKENDS, "a backend")
+
+
+def _pipeline_error(name: str, point: Point, error: UserError) -> UserError:
+    """The pipeline's UserError for one point, as the sweep's, naming the point."""
+    problem = _CALLED_AT.sub("", str(error)).removeprefix("heliabuild: ")
+    return configuration_error(METHOD_NAME, name, f"point {point.folder}: {problem}")
+
+
+def helia_sweep(
+    env: Environment,
+    name: str,
+    model: object,
+    grid: Mapping[Any, Sequence[object]] | None = None,
+    build_dir: object = None,
+    **common: object,
+) -> Sweep:
+    """One HeliaPipeline per point of `grid`, sharing their unfenced compiles, and their table; see the module
+    docstring. `build_dir` (default: the sweep's name) is relative to the calling SConscript's folder."""
+    _check_name(name)
+    try:
+        found = groups(grid)
+    except GridError as error:
+        raise configuration_error(METHOD_NAME, name, error.message) from None
+    axes = {axis: [value[k] for value in values] for linked, values in found for k, axis in enumerate(linked)}
+    _check_axes(name, axes, common)
+    _check_values(name, axes, common)
+    vela_axes = [axis for axis in axes if axis in VELA_AXES]
+    try:
+        points = expand({key: _json_value(values) for key, values in grid.items()})
+        compiles = {canonical([p.values[a] for a in vela_axes]): [p.values[a] for a in vela_axes] for p in points}
+        unfenced_points = expand({tuple(vela_axes): list(compiles.values())}) if vela_axes else ()
+    except GridError as error:
+        raise configuration_error(METHOD_NAME, name, error.message) from None
+    unfenced_folders = {canonical(list(p.values.values())): p.folder for p in unfenced_points}
+    sweep_dir = env.Dir(name if build_dir is None else build_dir)
+    width = len(str(len(points)))
+    made: list[SweepPoint] = []
+    combinations = itertools.product(*(values for _, values in found))
+    for index, (point, combination) in enumerate(zip(points, combinations, strict=True), 1):
+        unfenced = sweep_dir.Dir(UNFENCED_FOLDER)
+        if vela_axes:
+            unfenced = unfenced.Dir(unfenced_folders[canonical([point.values[axis] for axis in vela_axes])])
+        values = [item for value in combination for item in value]
+        options = {**common, **dict(zip(axes, values, strict=True))}
+        pipeline_name = f"{name}.{index:0{width}d}"
+        try:
+            made_pipeline = pipeline.helia_pipeline(
+                env, pipeline_name, model, build_dir=sweep_dir.Dir(point.folder), unfenced_dir=unfenced, **options
+            )
+        except UserError as error:
+            raise _pipeline_error(name, point, error) from None
+        made.append(SweepPoint(point=point, pipeline=made_pipeline))
+    table = _table(env, name, sweep_dir, tuple(axes), made)
+    alias = env.Alias(name, [*(point.pipeline.alias for point in made), *table])[0]
+    summary.register_sweep(table[0], [point.pipeline.result for point in made])
+    return Sweep(name=name, points=tuple(made), table=tuple(table), alias=alias)
+
+
+def _table(env: Environment, name: str, sweep_dir: Node, axes: tuple[str, ...], made: list[SweepPoint]) -> list[Node]:
+    """The HeliaSweepTable call of a sweep: its JSON, CSV and HTML from each point's segments.json and bundle."""
+    description = {
+        "sweep": name,
+        "axes": list(axes),
+        "points": [{"pipeline": p.pipeline.name, **p.point.to_json()} for p in made],
+    }
+    sources: list[Node] = [env.Value(json.dumps(description, sort_keys=True))]
+    for point in made:
+        sources += [point.pipeline["vela"][3], point.pipeline.result]
+    targets = [sweep_dir.File(f"{name}{suffix}") for suffix in TABLE_SUFFIXES]
+    return env.HeliaSweepTable(targets, sources)
+
+
+def table_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+    """Check the call (the JSON, CSV and HTML targets; the points' Value, then segments.json and result.json
+    of each point) and add the tool-version dependencies."""
+    if len(target) != len(TABLE_SUFFIXES) or len(source) % 2 != 1 or len(source) < 3:
+        raise configuration_error(
+            TABLE_BUILDER_NAME,
+            target,
+            "give the JSON, CSV and HTML targets, and the points' Value, then each point's segments.json and "
+            "result.json",
+        )
+    add_stage_dependencies(env, target)
+    return target, source
+
+
+def table_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Read every point's row and write the table's three files, all or none; EXIT_BAD_INPUT after one
+    `heliabuild: error:` line for a HeliaError (a bundle that does not verify, say)."""
+    # Imported here, not at module level: reading the SConscripts must not pay for the readers.
+    from heliabuild.files import write_all_or_nothing
+    from heliabuild.results.sweep import SweepTable, read_row
+    from heliabuild.results.sweep_report import sweep_html
+
+    remove_leftovers(target)
+    description = json.loads(source[0].read())
+    folder = os.path.dirname(str(target[0])) or os.curdir
+    try:
+        rows = [
+            read_row(
+                entry["pipeline"],
+                Point.from_json(entry),
+                str(segments),
+                os.path.dirname(str(result)) or os.curdir,
+                folder,
+            )
+            for entry, segments, result in zip(description["points"], source[1::2], source[2::2], strict=True)
+        ]
+        table = SweepTable(name=description["sweep"], axes=tuple(description["axes"]), rows=tuple(rows))
+        files = {**table.files(), TABLE_SUFFIXES[2]: sweep_html(table).encode("utf-8")}
+        write_all_or_nothing(
+            {Path(str(node)): files[suffix] for node, suffix in zip(target, TABLE_SUFFIXES, strict=True)}
+        )
+    except HeliaError as error:
+        return stage_failed(error, target)
+    return 0
+
+
+def table_builder() -> Builder:
+    """A new HeliaSweepTable builder (see the module docstring)."""
+    return Builder(action=Action(table_action, cmdstr=f"${COMSTR}"), emitter=table_emitter)
