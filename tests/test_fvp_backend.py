@@ -3,7 +3,9 @@ prebuilt runner that `mlia-ethos-u` ships (its path and hash; no FVP runs it her
 
 from __future__ import annotations
 
+import csv
 import importlib.metadata
+import io
 import json
 import os
 import stat
@@ -131,6 +133,9 @@ def test_good_run_publishes_per_segment_counters(
 
     assert "segment_traffic_beats.0" in show(result_json.parent)
     assert json.loads(export(result_json.parent, fields="samples", fmt="json"))[0]["segment_traffic_beats"] == beats
+    (row,) = csv.DictReader(io.StringIO((result_json.parent / "run_summary.csv").read_text()))
+    assert row["traffic_beats_total"] == str(sum(beats))
+    assert [row[f"traffic_beats_segment_{k}"] for k in range(3)] == [str(b) for b in beats]
     calls = [json.loads(line) for line in fake_fvp.read_text().splitlines()]
     assert sum(1 for call in calls if call[1:] != ["--version"]) == 3  # one job per segment
 
