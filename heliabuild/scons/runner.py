@@ -14,7 +14,12 @@ Contract (docs/runner.md, "Wiring"):
 - `HELIA_POLICY`: None (the default policy), a YAML/JSON policy file (a dependency; the fixed input files
   it names are dependencies too when the file is in the source tree) or a policy mapping (its JSON text
   is a Value dependency; relative `tensor_io` files resolve against the calling SConscript's folder).
-  `HELIA_BACKEND`: 'litert' (default) or 'fvp' (refused when the stage runs: no FVP here).
+  `HELIA_BACKEND`: 'litert' (default), 'qemu-m55' or 'fvp'. For 'fvp' (docs/scons.md, "The fvp
+  backend"): the FVP target is the one that models `HELIA_AOT_PLATFORM` (corstone300_ethos_u55 ->
+  Corstone-300; a platform no FVP models is refused), `HELIA_FVP_FIRMWARE` chooses the firmware ('prebuilt',
+  the default: Arm's runner from mlia-ethos-u, one job per segment), `HELIA_FVP_TIMELIMIT` the FVP's
+  `--timelimit` (None: 600 s), and `HELIA_FVP_SEGMENTS` the segment count when neither a fence list nor a
+  sidecar in the source tree gives it (HeliaPipeline passes it for a fence list).
 - HeliaRunner targets: `<dir>/runner.json` (give it) and the files build_runner copies beside it
   (`model.tflite`, `model.fenced_boundaries.json`, `segments.json`, `inputs/input_<i>.bin`), declared
   so that `scons -c` removes them.
@@ -48,6 +53,7 @@ from SCons.Node import Node
 
 from heliabuild.documents import read_json, read_yaml
 from heliabuild.errors import HeliaError
+from heliabuild.scons.aot import PLATFORM
 from heliabuild.scons.integrity import set_verifier
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, report_failure, stage_comstr, stage_failed
@@ -62,6 +68,13 @@ BACKEND = "HELIA_BACKEND"
 RUNNER_COMSTR = "HELIA_RUNNERCOMSTR"
 RUN_COMSTR = "HELIA_RUNCOMSTR"
 DEFAULT_BACKEND = "litert"
+FVP_BACKEND = "fvp"
+FVP_FIRMWARE = "HELIA_FVP_FIRMWARE"
+FVP_SEGMENTS = "HELIA_FVP_SEGMENTS"
+FVP_TIMELIMIT = "HELIA_FVP_TIMELIMIT"
+FVP_FIRMWARES = ("prebuilt",)
+FVP_SEGMENTS_DIR = "fvp"
+FVP_PACKAGE = "mlia-ethos-u"
 
 # heliabuild.runner.freeze and heliabuild.results.bundle names, restated so that reading the SConscripts
 # imports neither (tests check they agree).
@@ -94,6 +107,9 @@ SOURCE_KINDS = (
 DEFAULTS: dict[str, object] = {
     POLICY: None,
     BACKEND: DEFAULT_BACKEND,
+    FVP_FIRMWARE: "prebuilt",
+    FVP_SEGMENTS: None,
+    FVP_TIMELIMIT: None,
     RUNNER_COMSTR: stage_comstr(RUNNER_STAGE),
     RUN_COMSTR: stage_comstr(RUN_STAGE),
 }
@@ -220,16 +236,89 @@ def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> 
     # action refuses such an input file with the policy's own message.
     present = [node for node in dependencies if node.has_builder() or os.path.isfile(node.srcnode().get_abspath())]
     request["shown"] = json.dumps(shown, sort_keys=True)
+    options: tuple[str, ...] = (BACKEND,)
     if backend == QEMU_BACKEND:
         targets += _firmware_nodes(env, runner_json, kinds, request, present)
+    if backend == FVP_BACKEND:
+        targets += _fvp_nodes(env, runner_json, kinds, request)
+        options += (PLATFORM, FVP_FIRMWARE, FVP_TIMELIMIT)
     request["sources"] = {kind: _real_path(node) for kind, node in kinds.items()}
     setattr(runner_json.attributes, _REQUEST, request)
     setattr(runner_json.attributes, _EXECUTES, _executes(document))
     env.Depends(targets, env.Value(f"{RUNNER_STAGE} policy {request['shown']}"))
     if present:
         env.Depends(targets, present)
-    add_stage_dependencies(env, targets, options=(BACKEND,))
+    add_stage_dependencies(env, targets, options=options)
     return targets, list(source)
+
+
+def _fvp_segment_count(env: Environment, runner_json: Node, kinds: dict[str, Node]) -> int:
+    """The segment count of an fvp runner, known when the SConscripts are read: HELIA_FVP_SEGMENTS, else the
+    sidecar's when it is a file of the source tree, else 1 for an unfenced model."""
+    given = env.get(FVP_SEGMENTS)
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, int) or given < 1:
+            raise configuration_error(
+                RUNNER_BUILDER_NAME, runner_json, f"{FVP_SEGMENTS} is {given!r}; expected a positive segment count"
+            )
+        return given
+    sidecar = kinds.get("sidecar")
+    if sidecar is None:
+        return 1
+    if not sidecar.has_builder() and os.path.isfile(sidecar.srcnode().get_abspath()):
+        with contextlib.suppress(HeliaError):  # unreadable: the action reports it with its own message
+            document = read_json(sidecar.srcnode().get_abspath(), "fence sidecar")
+            count = document.get("num_segments") if isinstance(document, dict) else None
+            if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
+                return count
+    raise configuration_error(
+        RUNNER_BUILDER_NAME,
+        runner_json,
+        f"backend fvp declares one sub-model per segment, and the segment count of {node_path(sidecar)} is not "
+        f"known when the SConscripts are read; set {FVP_SEGMENTS}, or fence with a list (HeliaPipeline passes it)",
+    )
+
+
+def _fvp_nodes(env: Environment, runner_json: Node, kinds: dict[str, Node], request: dict[str, Any]) -> list[Node]:
+    """The fvp runner's extra targets (`fvp/segment_<k>.tflite`, one sub-model per segment) and what the
+    action passes build_runner: the FVP target of HELIA_AOT_PLATFORM and the time limit."""
+    from importlib import metadata
+
+    from heliabuild.errors import FvpError
+    from heliabuild.fvp.targets import platform_target
+
+    if "vela_model" not in kinds or "segments" not in kinds:
+        raise configuration_error(
+            RUNNER_BUILDER_NAME,
+            runner_json,
+            "backend fvp runs Vela's compiled model: give *_vela.tflite and *_segments.json among the sources",
+        )
+    platform = env.get(PLATFORM)
+    try:
+        target = platform_target(str(platform), f"{PLATFORM}={platform!r}")
+    except FvpError as error:
+        raise configuration_error(RUNNER_BUILDER_NAME, runner_json, error.message) from None
+    firmware = env.get(FVP_FIRMWARE)
+    if firmware not in FVP_FIRMWARES:
+        raise configuration_error(
+            RUNNER_BUILDER_NAME, runner_json, f"{FVP_FIRMWARE} is {firmware!r}; expected one of {FVP_FIRMWARES}"
+        )
+    limit = env.get(FVP_TIMELIMIT)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise configuration_error(
+            RUNNER_BUILDER_NAME, runner_json, f"{FVP_TIMELIMIT} is {limit!r}; expected None or whole seconds"
+        )
+    request["fvp"] = {"target": target, "timelimit_s": limit}
+    try:
+        version = metadata.version(FVP_PACKAGE)
+    except metadata.PackageNotFoundError:
+        version = None  # the action reports what to install
+    targets = [
+        runner_json.dir.File(f"{FVP_SEGMENTS_DIR}/segment_{k}.tflite")
+        for k in range(_fvp_segment_count(env, runner_json, kinds))
+    ]
+    env.Depends([runner_json, *targets], env.Value(f"{RUNNER_STAGE} fvp firmware {FVP_PACKAGE}=={version}"))
+    return targets
 
 
 def _firmware_folder(runner_json: Node) -> Node:
@@ -288,6 +377,7 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
     from heliabuild.runner.freeze import build_runner
 
     remove_leftovers(target)
+    _remove_target_folders(target)  # SCons made `fvp/` for the sub-models; build_runner wants a new folder
     request = getattr(target[0].attributes, _REQUEST)
     policy = request["policy_path"] if request["policy_path"] is not None else request["policy_document"]
     sources = request["sources"]
@@ -307,6 +397,8 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
             aot_plan=sources.get("aot_plan"),
             backend=env[BACKEND],
             firmware=built,
+            fvp_target=request.get("fvp", {}).get("target"),
+            fvp_timelimit_s=request.get("fvp", {}).get("timelimit_s"),
         )
     except HeliaError as error:
         return stage_failed(error, target)

@@ -1,0 +1,84 @@
+"""The fvp backend in SCons, with real SCons, Vela and the real prebuilt runner of `mlia-ethos-u`, and a FAKE
+FVP (tests/helpers/fake_fvp.py, a test double of Arm's FVP executables, first on PATH): HeliaPipeline(...,
+backend='fvp') declares the per-segment sub-models as the runner stage's targets, runs the FVP target of its
+platform, publishes a bundle the reader verifies, rebuilds nothing the second time and, after a change, only
+what depends on it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_fvp_backend import fake_fvp  # noqa: F401  (the fixture)
+from test_scons import build_ok, heliabuild_lines, output_of, run_scons
+from test_scons_pipeline import make_project, set_options
+
+from heliabuild.api import load_result
+from heliabuild.runner.freeze import load_runner
+
+pytestmark = pytest.mark.slow
+
+POLICY = "defaults:\n  fvp:\n    acquisition: {state: single, warmup_invokes: 0, measured_invokes: 1}\n"
+STAGES = ("fence", "vela", "aot-plan", "runner", "run")
+
+
+def stage_counts(result: subprocess.CompletedProcess[str]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for line in heliabuild_lines(result):
+        words = line.split(" ")
+        if len(words) == 3 and words[1] in STAGES:
+            counts[words[1]] += 1
+    return counts
+
+
+def fvp_project(folder: Path, **options: object) -> Path:
+    project = make_project(folder, {"fences": [3, 6], "policy": "policy.yaml", "backend": "fvp", **options})
+    (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
+    return project
+
+
+def test_pipeline_on_the_fvp_of_its_platform(tmp_path: Path, fake_fvp: Path) -> None:  # noqa: F811
+    project = fvp_project(tmp_path / "project")
+    result = build_ok(project)
+    assert stage_counts(result) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1, "run": 1}, output_of(result)
+    build = project / "build"
+    runner = load_runner(build / "runner" / "kws" / "runner.json")
+    assert runner.document["fvp"]["target"]["executable"] == "FVP_Corstone_SSE-300_Ethos-U55"
+    assert sorted(p.name for p in (build / "runner" / "kws" / "fvp").iterdir()) == [
+        f"segment_{k}.tflite" for k in range(3)
+    ]
+    bundle = load_result(build / "results" / "kws")
+    (sample,) = bundle.samples
+    assert sample.cycles is not None and len(sample.cycles["segments"]) == 3
+    assert sample.segment_traffic_beats is not None and len(sample.segment_traffic_beats) == 3
+    calls = [json.loads(line) for line in fake_fvp.read_text().splitlines()]
+    assert sum(1 for call in calls if call[1:] != ["--version"]) == 3  # one job per segment
+
+    again = build_ok(project)
+    assert stage_counts(again) == {}, output_of(again)
+
+    # a policy edit that freezes the same policy reruns the runner stage only; runner.json is unchanged
+    (project / "policy.yaml").write_text("# the same policy\n" + POLICY, encoding="utf-8")
+    edited = build_ok(project)
+    assert stage_counts(edited) == {"runner": 1}, output_of(edited)
+
+    # a new time limit is a new runner (its recorded command line) and so a new run, nothing before them
+    set_options(project, fences=[3, 6], policy="policy.yaml", backend="fvp", HELIA_FVP_TIMELIMIT=300)
+    limited = build_ok(project)
+    assert stage_counts(limited) == {"runner": 1, "run": 1}, output_of(limited)
+    assert load_runner(build / "runner" / "kws" / "runner.json").document["fvp"]["timelimit_s"] == 300
+
+    cleaned = build_ok(project, "-c")
+    assert not (build / "runner" / "kws" / "fvp").exists(), output_of(cleaned)
+
+
+def test_platform_without_an_fvp_is_refused(tmp_path: Path, fake_fvp: Path) -> None:  # noqa: F811
+    project = fvp_project(tmp_path / "project", platform="apollo510_evb")
+    result = run_scons(project)
+    assert result.returncode == 2, output_of(result)
+    assert "platform 'apollo510_evb' has no FVP" in output_of(result)
+    assert "SConstruct" in output_of(result)  # the UserError names the SConscript line
+    assert not (project / "build").exists()
