@@ -423,7 +423,7 @@ def helia_pipeline(
     if request.backend == runner.FVP_BACKEND and runner.FVP_SEGMENTS not in request.overrides:
         # one sub-model per segment is a target of the runner stage: the count must be known now
         segments = len(request.fences) + 1 if isinstance(request.fences, tuple) else None
-        if segments is not None or request.budget_cycles is None and request.fences is None:
+        if segments is not None or (request.budget_cycles is None and request.fences is None):
             request = replace(request, overrides={**request.overrides, runner.FVP_SEGMENTS: segments or 1})
     built: dict[str, list[Node]] = {}
     for stage in STAGES:
