@@ -8,8 +8,6 @@ import importlib.metadata
 import io
 import json
 import os
-import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,6 @@ from heliabuild.api import acquisition_facts, load_result
 from heliabuild.errors import FvpError, RunnerError
 from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.files import sha256_bytes
-from heliabuild.fvp.targets import TARGETS
 from heliabuild.model import serialize
 from heliabuild.runner.freeze import build_runner, load_runner
 from heliabuild.runner.lifecycle import run_runner
@@ -32,7 +29,6 @@ except importlib.metadata.PackageNotFoundError:
         "mlia-ethos-u is not installed (pip install heliabuild[fvp]); .ci/run installs it", allow_module_level=True
     )
 
-FAKE = Path(__file__).parent / "helpers" / "fake_fvp.py"
 POLICY = {"defaults": {"fvp": {"acquisition": {"state": "single", "warmup_invokes": 0, "measured_invokes": 1}}}}
 CASES = {  # target choice -> (accelerator, executable)
     "corstone-300": ("ethos-u55-128", "FVP_Corstone_SSE-300_Ethos-U55"),
@@ -40,24 +36,6 @@ CASES = {  # target choice -> (accelerator, executable)
     "corstone-310": ("ethos-u55-64", "FVP_Corstone_SSE-310"),
     "corstone-320": ("ethos-u85-256", "FVP_Corstone_SSE-320"),
 }
-
-
-@pytest.fixture
-def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder of FAKE FVP executables (one per target name) first on PATH; returns the call log."""
-    folder = tmp_path / "fake-fvp-bin"
-    folder.mkdir()
-    text = f"#!{sys.executable}\n" + FAKE.read_text()
-    for target in TARGETS:
-        path = folder / target.executable
-        path.write_text(text)
-        path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    log = tmp_path / "fake-fvp-calls.jsonl"
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_FVP_LOG", str(log))
-    monkeypatch.delenv("HELIA_FVP_DIR", raising=False)
-    monkeypatch.delenv("FAKE_FVP_SCENARIO", raising=False)
-    return log
 
 
 _COMPILED: dict[tuple[str, str], dict[str, Path]] = {}

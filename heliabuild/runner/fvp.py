@@ -20,6 +20,7 @@ prints no output tensor. So a runner is built only for `warmup_invokes` 0 and `m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from heliabuild.errors import FvpError
@@ -28,6 +29,9 @@ from heliabuild.fvp.command import DEFAULT_TIMELIMIT_S, MAX_MODEL_BYTES, MAX_TIM
 from heliabuild.fvp.targets import resolve_target
 
 BACKEND = "fvp"
+AOT_SOURCE = "heliabuild-aot"
+AOT_RUNTIME = "aot"
+AOT_INITIALIZATION = "before_measurement"
 RUNTIME = "tflm"
 """The runtime an fvp run executes: TFLite Micro in Arm's prebuilt runner (an interpreter)."""
 INITIALIZATION = "interpreter_allocate_and_first_invoke"
@@ -57,6 +61,16 @@ def _check_policy(policy: dict[str, Any], source: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class AotRequest:
+    """What the AOT firmware is built from besides the Vela model: its files, the input fills, the driver."""
+
+    vela_model: Path
+    aot_plan: Path | None
+    input_fills: list[bytes | None]
+    driver_dir: str | None
+
+
 def build_fvp(
     *,
     vela_model: bytes | None,
@@ -66,9 +80,11 @@ def build_fvp(
     fvp_target: str | None = None,
     timelimit_s: int | None = None,
     source: str = "runner",
+    aot: AotRequest | None = None,
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """runner.json's `fvp` section and the files to copy (module docstring). `segment_count` is the fenced
-    model's segment count, which the Vela model's cut must equal."""
+    model's segment count, which the Vela model's cut must equal. With `aot` the firmware is heliabuild's AOT
+    firmware (heliabuild.fvp.aot_firmware), one job for the whole lifecycle."""
     from heliabuild.errors import RunnerError
     from heliabuild.fvp.firmware import prebuilt_runner
     from heliabuild.runner.segments import ETHOS_U_OPERATOR, cut_segments
@@ -83,6 +99,31 @@ def build_fvp(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TIMELIMIT_S:
         raise FvpError(f"{source}: FVP time limit {limit!r} is not a whole number of seconds in 1..{MAX_TIMELIMIT_S}")
     config = resolve_target(segments_document["vela"]["accelerator"], fvp_target, source=source)
+    if aot is not None:
+        from heliabuild.fvp.aot_firmware import ELF_FILE, LAYOUT_FILE, build_aot_firmware
+
+        built = build_aot_firmware(
+            vela_model=aot.vela_model,
+            plan=aot.aot_plan,
+            policy=policy,
+            input_fills=aot.input_fills,
+            config=config,
+            driver_dir=aot.driver_dir,
+            source=source,
+        )
+        if built.record["segments"] != segment_count:
+            raise FvpError(
+                f"{source}: the Vela model has {built.record['segments']} segments between its fences, the model "
+                f"{segment_count}"
+            )
+        section = {
+            "target": config.to_json(),
+            "firmware": built.record,
+            "timelimit_s": limit,
+            "command": recorded_command(config, limit, with_model=False),
+            "segments": [],
+        }
+        return section, {ELF_FILE: built.elf, LAYOUT_FILE: built.layout}
     _check_policy(policy, source)
     firmware = prebuilt_runner(config.target)
     try:
@@ -158,6 +199,8 @@ def measure_fvp(runner: Any, timeout_s: float | None = None) -> FvpMeasurement:
             f"{source}: fvp: missing; a runner of backend fvp records its target and jobs there",
             hint="rebuild the runner with heliabuild runner --backend fvp",
         )
+    if section["firmware"]["source"] == AOT_SOURCE:
+        raise FvpError(f"{source}: the runner's firmware is heliabuild's AOT firmware, measured by measurement()")
     _check_policy(runner.policy, source)
     for entry in section["segments"]:
         if runner.document["files"].get(entry["file"]) != entry["sha256"]:
@@ -196,6 +239,8 @@ def measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, A
     segments with Vela's estimates). No output tensor is printed by the runner, so a sample has no outputs."""
     from heliabuild.runner.measurement import Measurement
 
+    if runner.document["fvp"]["firmware"]["source"] == AOT_SOURCE:
+        return _aot_measurement(runner, timeout_s, segments)
     run = measure_fvp(runner, timeout_s)
     policy = runner.policy
     return Measurement(
@@ -216,3 +261,57 @@ def measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, A
         },
         provider_versions={run.fvp: run.fvp_version, "mlia-ethos-u": run.firmware_version},
     )
+
+
+def _aot_measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, Any]]) -> Any:
+    """The Measurement of one run of heliabuild's AOT firmware on the FVP (heliabuild.fvp.aot_firmware): one job,
+    the whole lifecycle, the receipt the firmware wrote; runtime `aot`, initialization before_measurement."""
+    from heliabuild import __version__
+    from heliabuild.fvp.aot_firmware import measure_aot
+    from heliabuild.fvp.command import command_from_record
+    from heliabuild.fvp.launch import GRACE_S
+    from heliabuild.fvp.locate import find_fvp, fvp_version
+    from heliabuild.runner.measurement import Measurement
+
+    section = runner.document["fvp"]
+    target = section["target"]
+    executable = find_fvp(target["executable"])
+    bound = float(section["timelimit_s"]) + GRACE_S
+    if timeout_s is not None:
+        bound = min(bound, max(float(timeout_s), 0.001))
+    elf = runner.folder / section["firmware"]["elf"]["file"]
+    command = command_from_record(section["command"], executable, elf, "")
+    source = f"{runner.path}: {target['executable']}"
+    run = measure_aot(runner, command, target["npu"], bound, source)
+    names = list(section["firmware"]["output_names"])
+    return Measurement(
+        state=run.state,
+        warmup_invokes=run.warmup_invokes,
+        measured_invokes=run.measured_invokes,
+        initialization=AOT_INITIALIZATION,
+        call_once_present=None,
+        figures=[
+            {**figures, "verification": checks} for figures, checks in zip(run.figures, run.verification, strict=True)
+        ],
+        outputs=[list(zip(names, sample, strict=True)) for sample in run.outputs],
+        segments=segments,
+        scopes={
+            "cycles": COUNTER_SCOPE,
+            "instructions": None,
+            "latency_s": None,
+            "segment_latency_s": None,
+            "instruction_resolution": None,
+        },
+        provider_versions={
+            target["executable"]: fvp_version(executable),
+            AOT_SOURCE: __version__,
+            "arm-none-eabi-gcc": section["firmware"]["toolchain"],
+        },
+    )
+
+
+def runtime_of(runner: Any) -> str:
+    """The runtime an fvp runner executes: `aot` for heliabuild's AOT firmware, `tflm` for the prebuilt runner."""
+    section = runner.document.get("fvp")
+    firmware = section.get("firmware") if isinstance(section, dict) else None
+    return AOT_RUNTIME if isinstance(firmware, dict) and firmware.get("source") == AOT_SOURCE else RUNTIME
