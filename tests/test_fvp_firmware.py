@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import zlib
 from pathlib import Path
 
 import pytest
@@ -148,14 +149,17 @@ def test_the_firmware_compiles_links_and_runs_its_whole_lifecycle(
     assert "Application exit code: 0.\n\x04" in text
 
 
+@pytest.fixture
+def replaying(built: tuple[Path, Path], fake_fvp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The runner, with the FAKE FVP on PATH replaying its firmware's record stream; returns the call log."""
+    monkeypatch.setenv("FAKE_FVP_RECORDS", str(built[1]))
+    return fake_fvp
+
+
 def test_good_run_on_the_fake_fvp_publishes_per_segment_counters(
-    tmp_path: Path,
-    built: tuple[Path, Path],
-    fake_fvp: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, built: tuple[Path, Path], replaying: Path
 ) -> None:
-    runner_json, records = built
-    monkeypatch.setenv("FAKE_FVP_RECORDS", str(records))
+    runner_json = built[0]
     result_json = run_runner(runner_json, tmp_path / "result")
     result = load_result(result_json.parent)  # the reader verifies the bundle
     assert [s.cycles for s in result.samples] == [{"total": 3000, "segments": [1000, 1000, 1000]}] * 2
@@ -169,20 +173,49 @@ def test_good_run_on_the_fake_fvp_publishes_per_segment_counters(
     document = json.loads(result_json.read_text())
     assert document["runtime"] == "aot" and document["scopes"]["cycles"] == "npu_callbacks"
     assert document["provider_versions"]["FVP_Corstone_SSE-300_Ethos-U55"].startswith("Fake ")
-    calls = [json.loads(line) for line in fake_fvp.read_text().splitlines()]
+    calls = [json.loads(line) for line in replaying.read_text().splitlines()]
     jobs = [call for call in calls if call[1:] != ["--version"]]
     assert len(jobs) == 1 and "--data" not in jobs[0]  # one job, the whole lifecycle
 
 
 def test_bad_checksum_is_one_clear_error_with_nothing_published(
-    tmp_path: Path,
-    built: tuple[Path, Path],
-    fake_fvp: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, built: tuple[Path, Path], replaying: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runner_json, records = built
-    monkeypatch.setenv("FAKE_FVP_RECORDS", str(records))
     monkeypatch.setenv("FAKE_FVP_SCENARIO", "bad-checksum")
     with pytest.raises(FirmwareError, match=r"line [0-9]+: record fails its checksum"):
-        run_runner(runner_json, tmp_path / "result")
+        run_runner(built[0], tmp_path / "result")
+    assert not (tmp_path / "result").exists()
+
+
+def _rewritten(records: Path, seq: int, fields: list[int], out: Path) -> Path:
+    """`records` with record `seq`'s integer fields replaced by `fields`, its checksum made right again."""
+    lines = records.read_text().splitlines()
+    index = next(k for k, line in enumerate(lines) if line.startswith(f"@hb1 {seq} "))
+    kind = lines[index].split(" ")[2]
+    body = f"@hb1 {seq} {kind} {' '.join(map(str, fields))} "
+    lines[index] = f"{body}*{zlib.crc32(body.encode()):08x}"
+    out.write_text("\n".join(lines) + "\n", encoding="ascii")
+    return out
+
+
+def test_an_overflowed_counter_is_flagged_never_published(
+    tmp_path: Path, built: tuple[Path, Path], replaying: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # segment 1 of sample 0 reports an overflowed counter: that sample's counts are null, the flag set
+    fields = [0, 4, 1, 0, 1000, 2000, 3000, 4000, 1, 1, 1000, 2000, 3000, 4000, 1, 0, 1000, 2000, 3000, 4000]
+    monkeypatch.setenv("FAKE_FVP_RECORDS", str(_rewritten(built[1], 1, fields, tmp_path / "uart.txt")))
+    result = load_result(run_runner(built[0], tmp_path / "result").parent)
+    first, second = result.samples
+    assert (first.cycles, first.traffic_beats, first.segment_traffic_beats) == (None, None, None)
+    assert first.sanity == {"outputs_finite": True, "counter_overflow": True}
+    assert second.cycles == {"total": 3000, "segments": [1000, 1000, 1000]}
+
+
+def test_a_sample_for_another_segment_count_is_refused(
+    tmp_path: Path, built: tuple[Path, Path], replaying: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fields = [0, 4, 1, 0, 1000, 2000, 3000, 4000, 1, 0, 1000, 2000, 3000, 4000]  # two segments, not three
+    monkeypatch.setenv("FAKE_FVP_RECORDS", str(_rewritten(built[1], 1, fields, tmp_path / "uart.txt")))
+    with pytest.raises(FirmwareError, match=r"record 1 \(npu_sample\) has 14 fields, expected 20"):
+        run_runner(built[0], tmp_path / "result")
     assert not (tmp_path / "result").exists()

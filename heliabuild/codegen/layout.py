@@ -24,7 +24,7 @@ from heliabuild.codegen.arena import ArenaError, Buffer, Placement, fixed_arena,
 from heliabuild.codegen.lowering import CodegenError, KernelCall
 from heliabuild.fence.contract import ELEMENT_BYTES
 from heliabuild.model.graph import indices
-from heliabuild.model.io import Model
+from heliabuild.model.io import Model, offline_allocation
 
 ARENA_ALIGNMENT = 16
 
@@ -221,24 +221,16 @@ def _units(
     return units
 
 
-OFFLINE_ALLOCATION = b"OfflineMemoryAllocation"
-
-
 def offline_offsets(model: Model) -> dict[int, int] | None:
-    """Vela's arena offset of each tensor of subgraph 0 (its OfflineMemoryAllocation metadata: a version, a
-    subgraph and a count, then one offset per tensor, -1 for none), or None when the model has none."""
-    import numpy as np
-
-    for metadata in model.root.metadata or []:
-        name = metadata.name.encode() if isinstance(metadata.name, str) else metadata.name
-        if name != OFFLINE_ALLOCATION:
-            continue
-        data = model.buffer_data(metadata.buffer)
-        values = [] if data is None or len(data) % 4 else np.frombuffer(bytes(data), dtype="<i4").tolist()
-        if len(values) < 3 or values[2] != len(values) - 3:
-            raise CodegenError(f"{model.name}: OfflineMemoryAllocation holds {len(values)} values, not one per tensor")
-        return {index: offset for index, offset in enumerate(values[3:]) if offset >= 0}
-    return None
+    """Vela's arena offset of each tensor of subgraph 0 that has one (heliabuild.model.io.offline_allocation), or
+    None when the model has no OfflineMemoryAllocation."""
+    found = offline_allocation(model)
+    if found is None:
+        return None
+    values = found[1]
+    if len(values) < 3 or values[2] != len(values) - 3:
+        raise CodegenError(f"{model.name}: OfflineMemoryAllocation holds {len(values)} values, not one per tensor")
+    return {index: offset for index, offset in enumerate(values[3:]) if offset >= 0}
 
 
 def _offline_arena(model: Model, buffers: Sequence[Buffer]) -> Placement:

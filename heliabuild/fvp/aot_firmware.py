@@ -154,43 +154,19 @@ def measure_aot(runner: Any, command: list[str], npu: str, bound_s: float, sourc
     """Run the job `command` (the recorded command with this machine's paths) and verify what the firmware
     reports (module docstring). FvpError or FirmwareError for a run the host cannot trust; RunnerError when
     an output differs from the reference by more than the policy's `verification.max_abs_diff`."""
-    from heliabuild.errors import RunnerError
-    from heliabuild.firmware.protocol import Expectation, input_crc32, read_stream, stream_failure
+    from heliabuild.firmware.protocol import read_stream, stream_failure
     from heliabuild.fvp.launch import run_job
     from heliabuild.fvp.log import read_log
-    from heliabuild.runner.qemu import unfenced_model
-    from heliabuild.runner.verification import compare_outputs, first_excess, reference_outputs, verification_failure
+    from heliabuild.runner.qemu import expectation_of, verify_samples
 
     firmware = runner.document["fvp"]["firmware"]
-    policy = runner.policy
-    sizes = [int(size) for size in firmware["input_bytes"]]
-    fills = [None if runner.input_file(k) is None else runner.input_file(k).read_bytes() for k in range(len(sizes))]
-    expectation = Expectation(
-        segments=int(firmware["segments"]),
-        input_count=len(sizes),
-        output_bytes=tuple(int(size) for size in firmware["output_bytes"]),
-        state=policy["state"],
-        warmup_invokes=int(policy["warmup_invokes"]),
-        measured_invokes=int(policy["measured_invokes"]),
-        arena_bytes=int(firmware["arena_bytes"]),
-        model_sha256=runner.document["inputs"]["vela_model"]["sha256"],
-        input_crc32=input_crc32(fills, sizes),
-        npu_events=int(firmware["npu_events"]),
-    )
+    vela_sha256 = runner.document["inputs"]["vela_model"]["sha256"]
+    expectation, fills = expectation_of(runner, firmware, vela_sha256, int(firmware["npu_events"]))
     log, code = read_log(run_job(command, bound_s), source)
     if code != 0:
         raise FvpError(stream_failure(log, code, source))
     run = read_stream(log, expectation, source)
-    warmups = expectation.warmup_invokes
-    reference = reference_outputs(unfenced_model(runner.model_path), fills, warmups + expectation.measured_invokes)
-    bound = (policy.get("verification") or {}).get("max_abs_diff")
-    checks: list[list[dict[str, Any]]] = []
-    for sample in run.samples:
-        sample_checks = compare_outputs(reference[warmups + sample.index], sample.outputs)
-        excess = first_excess(sample_checks, bound)
-        if excess is not None:
-            raise RunnerError(verification_failure(runner, sample.index, excess, bound))
-        checks.append([check.to_json() for check in sample_checks])
+    checks = verify_samples(runner, run, expectation, fills)
     return AotMeasurement(
         state=run.receipt.state,
         warmup_invokes=run.receipt.warmup_invokes,

@@ -37,6 +37,14 @@ RUNTIME = "tflm"
 INITIALIZATION = "interpreter_allocate_and_first_invoke"
 COUNTER_SCOPE = "npu_callbacks"
 SEGMENTS_DIR = "fvp"
+SCOPES = {
+    "cycles": COUNTER_SCOPE,
+    "instructions": None,
+    "latency_s": None,
+    "segment_latency_s": None,
+    "instruction_resolution": None,
+}
+"""What an fvp run's figures count: NPU cycles and beats in the driver's callbacks of the measured invoke."""
 
 
 def segment_file(index: int) -> str:
@@ -252,13 +260,7 @@ def measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, A
         figures=run.figures,
         outputs=[[] for _ in run.figures],
         segments=segments,
-        scopes={
-            "cycles": COUNTER_SCOPE,
-            "instructions": None,
-            "latency_s": None,
-            "segment_latency_s": None,
-            "instruction_resolution": None,
-        },
+        scopes=dict(SCOPES),
         provider_versions={run.fvp: run.fvp_version, "mlia-ethos-u": run.firmware_version},
     )
 
@@ -295,13 +297,7 @@ def _aot_measurement(runner: Any, timeout_s: float | None, segments: list[dict[s
         ],
         outputs=[list(zip(names, sample, strict=True)) for sample in run.outputs],
         segments=segments,
-        scopes={
-            "cycles": COUNTER_SCOPE,
-            "instructions": None,
-            "latency_s": None,
-            "segment_latency_s": None,
-            "instruction_resolution": None,
-        },
+        scopes=dict(SCOPES),
         provider_versions={
             target["executable"]: fvp_version(executable),
             AOT_SOURCE: __version__,
