@@ -7,6 +7,7 @@ what depends on it."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -81,4 +82,60 @@ def test_platform_without_an_fvp_is_refused(tmp_path: Path, fake_fvp: Path) -> N
     assert result.returncode == 2, output_of(result)
     assert "platform 'apollo510_evb' has no FVP" in output_of(result)
     assert "SConstruct" in output_of(result)  # the UserError names the SConscript line
+    assert not (project / "build").exists()
+
+
+def test_aot_firmware_pipeline(tmp_path: Path, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fvp_firmware='aot': the runner stage links heliabuild's AOT firmware against the Ethos-U driver named by
+    HELIA_ETHOSU_DRIVER_DIR (here a TEST DOUBLE of the driver) with the shared corstone300 library; the fake FVP
+    replays the firmware's record stream, captured by running the ELF on QEMU's mps3-an547."""
+    from conftest import require_firmware_tools
+    from test_fvp_firmware import DRIVER_DOUBLE, _uart_of
+
+    require_firmware_tools()
+    options = {"fvp_firmware": "aot", "HELIA_ETHOSU_DRIVER_DIR": str(DRIVER_DOUBLE)}
+    project = fvp_project(tmp_path / "project", **options)
+    (project / "policy.yaml").write_text(
+        "defaults:\n  fvp:\n    acquisition: {state: carry, warmup_invokes: 1, measured_invokes: 2}\n", encoding="utf-8"
+    )
+    runner_only = build_ok(project, "kws-runner")
+    assert stage_counts(runner_only) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1}, output_of(runner_only)
+    assert "heliabuild: firmware-cc build/heliabuild-firmware/corstone300/libheliafirmware.a" in output_of(runner_only)
+    folder = project / "build" / "runner" / "kws"
+    assert sorted(p.name for p in (folder / "fvp").iterdir()) == ["firmware.elf", "firmware_layout.json"]
+    records = tmp_path / "uart.txt"
+    records.write_text(_uart_of(folder / "fvp" / "firmware.elf"), encoding="ascii")
+    monkeypatch.setenv("FAKE_FVP_RECORDS", str(records))
+
+    result = build_ok(project)
+    assert stage_counts(result) == {"run": 1}, output_of(result)
+    bundle = load_result(project / "build" / "results" / "kws")
+    assert [s.cycles["segments"] for s in bundle.samples if s.cycles] == [[1000, 1000, 1000]] * 2
+    assert [s.segment_traffic_beats for s in bundle.samples] == [[9000, 9000, 9000]] * 2
+    assert stage_counts(build_ok(project)) == {}
+
+    # the driver's files are dependencies: another driver relinks the firmware and reruns the runner
+    driver = tmp_path / "driver"
+    shutil.copytree(DRIVER_DOUBLE, driver)
+    set_options(
+        project,
+        fences=[3, 6],
+        policy="policy.yaml",
+        backend="fvp",
+        **{**options, "HELIA_ETHOSU_DRIVER_DIR": str(driver)},
+    )
+    assert stage_counts(build_ok(project, "kws-runner")) == {}  # the same files: nothing to do
+    (driver / "src" / "ethosu_pmu.c").write_text((driver / "src" / "ethosu_pmu.c").read_text() + "\n/* edited */\n")
+    assert stage_counts(build_ok(project, "kws-runner")) == {"runner": 1}
+
+
+def test_aot_firmware_without_a_driver_is_one_clear_error(
+    tmp_path: Path, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HELIA_ETHOSU_DRIVER_DIR", raising=False)
+    project = fvp_project(tmp_path / "project", fvp_firmware="aot")
+    result = run_scons(project)
+    assert result.returncode == 2, output_of(result)
+    assert "no driver folder is named (HELIA_ETHOSU_DRIVER_DIR is not set)" in output_of(result)
+    assert "SConstruct" in output_of(result)
     assert not (project / "build").exists()

@@ -47,6 +47,8 @@ class EthosuDriver:
     include_dirs: tuple[Path, ...]
     define: str
     sha256: str
+    files: tuple[Path, ...] = ()
+    """Every file used (headers and sources): a build's dependencies."""
 
     def to_json(self) -> dict[str, object]:
         """runner.json's record of the driver: its hash and the files compiled, by name (no machine path)."""
@@ -97,4 +99,5 @@ def find_driver(given: str | os.PathLike[str] | None, npu: str, source: str) -> 
         include_dirs=(folder / "include", folder / "src"),
         define=ARCH_DEFINES[npu],
         sha256=digest.hexdigest(),
+        files=tuple(used),
     )

@@ -49,6 +49,16 @@ class AotFirmware:
     record: dict[str, Any]
 
 
+def check_platform(platform: str, source: str) -> None:
+    """FvpError for an FVP platform (`corstone-310`) the AOT firmware is not built for (module docstring)."""
+    if platform not in PLATFORMS:
+        raise FvpError(
+            f"{source}: heliabuild's AOT firmware is built for {', '.join(PLATFORMS)} only; {platform}'s memory "
+            "map and peripheral addresses are not among the facts it was written from",
+            hint="use the prebuilt runner (HELIA_FVP_FIRMWARE='prebuilt', the default) on this target",
+        )
+
+
 def build_aot_firmware(
     *,
     vela_model: Path,
@@ -58,9 +68,11 @@ def build_aot_firmware(
     config: TargetConfig,
     driver_dir: str | os.PathLike[str] | None,
     source: str,
-    library_dir: Path | None = None,
+    library: Path | None = None,
 ) -> AotFirmware:
-    """Build the firmware (module docstring); FvpError or FirmwareError before anything is written."""
+    """Build the firmware (module docstring); FvpError or FirmwareError before anything is written. `library`
+    is the firmware library of target `corstone300` when the caller built it (SCons); by default it is built in
+    the user's cache (heliabuild.runner.qemu.default_library_dir)."""
     from heliabuild.codegen.module import generate_module
     from heliabuild.files import sha256_bytes
     from heliabuild.firmware.build import build_library, check_memory_fit, link_firmware
@@ -69,12 +81,7 @@ def build_aot_firmware(
     from heliabuild.firmware.toolchain import toolchain_version
     from heliabuild.runner.qemu import default_library_dir, firmware_from_files, firmware_policy
 
-    if config.target.platform not in PLATFORMS:
-        raise FvpError(
-            f"{source}: heliabuild's AOT firmware is built for {', '.join(PLATFORMS)} only; {config.target.platform}"
-            "'s memory map and peripheral addresses are not among the facts it was written from",
-            hint="use the prebuilt runner (HELIA_FVP_FIRMWARE='prebuilt', the default) on this target",
-        )
+    check_platform(config.target.platform, source)
     if plan is None:
         raise FvpError(
             f"{source}: the AOT firmware is generated from the AOT plan of Vela's compiled model; none was given",
@@ -90,9 +97,9 @@ def build_aot_firmware(
             raise FvpError(f"{source}: {len(input_fills)} input fills for {len(module.layout.inputs)} model inputs")
         config_source = work / "module" / CONFIG_SOURCE
         config_source.write_bytes(firmware_config_source(PREFIX, firmware_policy(policy), input_fills))
-        library = build_library(library_dir or default_library_dir(), TARGET)
+        archive = library if library is not None else build_library(default_library_dir(), TARGET)
         elf = link_firmware(
-            library,
+            archive,
             [module.source, config_source],
             [module.source.parent],
             work / "firmware.elf",

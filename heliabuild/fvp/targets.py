@@ -140,6 +140,13 @@ PLATFORM_TARGETS = {
 """heliabuild's platform table name -> the FVP target that models it (heliabuild/aot/platforms.json)."""
 
 
+def platform_npu(platform: str) -> str | None:
+    """The NPU of a platform of PLATFORM_TARGETS (`corstone300_ethos_u55` -> `ethos-u55`), else None."""
+    if platform not in PLATFORM_TARGETS:
+        return None
+    return "ethos-u" + platform.rsplit("_u", 1)[1]
+
+
 def platform_target(platform: str, source: str = "fvp") -> str:
     """The FVP target choice (`corstone-300`) of a platform of heliabuild's table; FvpError for a platform no
     Corstone FVP models (mps3_an547 is QEMU's machine, apollo510_evb a board)."""

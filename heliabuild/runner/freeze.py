@@ -112,6 +112,7 @@ def build_runner(
     fvp_timelimit_s: int | None = None,
     fvp_firmware: str = "prebuilt",
     ethosu_driver_dir: PathLike | None = None,
+    firmware_library: PathLike | None = None,
 ) -> Path:
     """Write `<out_dir>/runner.json` (format 2) and the files it names; return its path.
 
@@ -123,7 +124,8 @@ def build_runner(
     FVP named by its accelerator config and `fvp_target` (heliabuild.runner.fvp.build_fvp), `--timelimit`
     `fvp_timelimit_s` (default 600). With `fvp_firmware='aot'` the firmware is heliabuild's AOT firmware of
     Vela's model and `aot_plan`, linked with the Ethos-U driver in `ethosu_driver_dir` (default:
-    `$HELIA_ETHOSU_DRIVER_DIR`), the policy's whole lifecycle in one job (heliabuild.fvp.aot_firmware)."""
+    `$HELIA_ETHOSU_DRIVER_DIR`), the policy's whole lifecycle in one job (heliabuild.fvp.aot_firmware), and
+    with the firmware library `firmware_library` when the caller built it (SCons)."""
     if backend == "fvp" and fvp_firmware not in ("prebuilt", "aot"):
         raise RunnerError(f"fvp firmware {fvp_firmware!r} is not known; expected 'prebuilt' or 'aot'")
     fvp_aot = backend == "fvp" and fvp_firmware == "aot"
@@ -209,6 +211,7 @@ def build_runner(
                 aot_plan=None if aot_plan is None else Path(aot_plan),
                 input_fills=frozen.fills(cut),
                 driver_dir=None if ethosu_driver_dir is None else os.fspath(ethosu_driver_dir),
+                library=None if firmware_library is None else Path(firmware_library),
             )
         section, fvp_files = build_fvp(
             vela_model=recorded.get("vela_model"),

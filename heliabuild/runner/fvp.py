@@ -77,6 +77,7 @@ class AotRequest:
     aot_plan: Path | None
     input_fills: list[bytes | None]
     driver_dir: str | None
+    library: Path | None = None
 
 
 def build_fvp(
@@ -118,6 +119,7 @@ def build_fvp(
             config=config,
             driver_dir=aot.driver_dir,
             source=source,
+            library=aot.library,
         )
         if built.record["segments"] != segment_count:
             raise FvpError(

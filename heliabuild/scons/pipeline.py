@@ -41,7 +41,8 @@ Contract:
   cannot be in a C identifier replaced by `_`), which names the plan and
   report. `policy` (a policy file or mapping) and `backend` set
   HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
-  (default 'litert'). `vela_config` (a Vela .ini path or node, or a list;
+  (default 'litert'); `fvp_firmware` sets HELIA_FVP_FIRMWARE ('prebuilt' or
+  'aot', for backend 'fvp'). `vela_config` (a Vela .ini path or node, or a list;
   `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG. Any
   other keyword is a construction variable passed to every stage's builder
   (upper case, e.g. `HELIA_VELA_OPTIMISE='Size'`); a keyword that is not upper
@@ -372,6 +373,7 @@ def helia_pipeline(
     policy: object = None,
     backend: str | None = None,
     vela_config: object = None,
+    fvp_firmware: str | None = None,
     **overrides: object,
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
@@ -392,6 +394,7 @@ def helia_pipeline(
         aot.CONFIG: aot_config,
         runner.POLICY: policy,
         runner.BACKEND: backend,
+        runner.FVP_FIRMWARE: fvp_firmware,
     }
     given = {key: value for key, value in options.items() if value is not None}
     twice = sorted(set(given) & set(overrides))

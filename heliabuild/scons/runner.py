@@ -17,7 +17,9 @@ Contract (docs/runner.md, "Wiring"):
   `HELIA_BACKEND`: 'litert' (default), 'qemu-m55' or 'fvp'. For 'fvp' (docs/scons.md, "The fvp
   backend"): the FVP target is the one that models `HELIA_AOT_PLATFORM` (corstone300_ethos_u55 ->
   Corstone-300; a platform no FVP models is refused), `HELIA_FVP_FIRMWARE` chooses the firmware ('prebuilt',
-  the default: Arm's runner from mlia-ethos-u, one job per segment), `HELIA_FVP_TIMELIMIT` the FVP's
+  the default: Arm's runner from mlia-ethos-u, one job per segment; 'aot': heliabuild's AOT firmware of Vela's
+  model and the AOT plan with the Ethos-U driver in `HELIA_ETHOSU_DRIVER_DIR`, the construction variable or
+  else the environment variable, whose files are dependencies), `HELIA_FVP_TIMELIMIT` the FVP's
   `--timelimit` (None: 600 s), and `HELIA_FVP_SEGMENTS` the segment count when neither a fence list nor a
   sidecar in the source tree gives it (HeliaPipeline passes it for a fence list).
 - HeliaRunner targets: `<dir>/runner.json` (give it) and the files build_runner copies beside it
@@ -72,7 +74,10 @@ FVP_BACKEND = "fvp"
 FVP_FIRMWARE = "HELIA_FVP_FIRMWARE"
 FVP_SEGMENTS = "HELIA_FVP_SEGMENTS"
 FVP_TIMELIMIT = "HELIA_FVP_TIMELIMIT"
-FVP_FIRMWARES = ("prebuilt",)
+FVP_FIRMWARES = ("prebuilt", "aot")
+ETHOSU_DRIVER_DIR = "HELIA_ETHOSU_DRIVER_DIR"
+AOT_TARGET = "corstone300"
+AOT_FILES = ("fvp/firmware.elf", "fvp/firmware_layout.json")
 FVP_SEGMENTS_DIR = "fvp"
 FVP_PACKAGE = "mlia-ethos-u"
 
@@ -110,6 +115,7 @@ DEFAULTS: dict[str, object] = {
     FVP_FIRMWARE: "prebuilt",
     FVP_SEGMENTS: None,
     FVP_TIMELIMIT: None,
+    ETHOSU_DRIVER_DIR: None,
     RUNNER_COMSTR: stage_comstr(RUNNER_STAGE),
     RUN_COMSTR: stage_comstr(RUN_STAGE),
 }
@@ -252,6 +258,34 @@ def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> 
     return targets, list(source)
 
 
+def _aot_nodes(
+    env: Environment, runner_json: Node, kinds: dict[str, Node], request: dict[str, Any], platform: str
+) -> list[Node]:
+    """The AOT firmware's files of an fvp runner (fvp/firmware.elf and its layout); the runner depends on the
+    shared firmware library of target corstone300 (a node of heliabuild.scons.firmware) and on every file of
+    the Ethos-U driver. A missing or incomplete driver folder is a UserError naming what is missing."""
+    from heliabuild.errors import FvpError
+    from heliabuild.firmware.driver import find_driver
+    from heliabuild.fvp.aot_firmware import check_platform
+    from heliabuild.fvp.targets import platform_npu
+    from heliabuild.scons import firmware
+
+    if "aot_plan" not in kinds:
+        raise configuration_error(
+            RUNNER_BUILDER_NAME, runner_json, f"{FVP_FIRMWARE}='aot' needs the AOT plan (*_plan.json) of Vela's model"
+        )
+    try:
+        check_platform(request["fvp"]["target"], f"{PLATFORM}={platform!r}")
+        driver = find_driver(env.get(ETHOSU_DRIVER_DIR), str(platform_npu(platform)), RUNNER_BUILDER_NAME)
+    except (FvpError, HeliaError) as error:
+        raise configuration_error(RUNNER_BUILDER_NAME, runner_json, error.message) from None
+    library = firmware.firmware_library(env, AOT_TARGET)
+    request["fvp"]["driver_dir"] = str(driver.folder)
+    request["fvp"]["library"] = _real_path(library)
+    env.Depends(runner_json, [library, *(env.File(str(path)) for path in driver.files)])
+    return [runner_json.dir.File(name) for name in AOT_FILES]
+
+
 def _fvp_segment_count(env: Environment, runner_json: Node, kinds: dict[str, Node]) -> int:
     """The segment count of an fvp runner, known when the SConscripts are read: HELIA_FVP_SEGMENTS, else the
     sidecar's when it is a file of the source tree, else 1 for an unfenced model."""
@@ -308,7 +342,9 @@ def _fvp_nodes(env: Environment, runner_json: Node, kinds: dict[str, Node], requ
         raise configuration_error(
             RUNNER_BUILDER_NAME, runner_json, f"{FVP_TIMELIMIT} is {limit!r}; expected None or whole seconds"
         )
-    request["fvp"] = {"target": target, "timelimit_s": limit}
+    request["fvp"] = {"target": target, "timelimit_s": limit, "firmware": firmware}
+    if firmware == "aot":
+        return _aot_nodes(env, runner_json, kinds, request, str(platform))
     try:
         version = metadata.version(FVP_PACKAGE)
     except metadata.PackageNotFoundError:
@@ -399,6 +435,9 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
             firmware=built,
             fvp_target=request.get("fvp", {}).get("target"),
             fvp_timelimit_s=request.get("fvp", {}).get("timelimit_s"),
+            fvp_firmware=request.get("fvp", {}).get("firmware", "prebuilt"),
+            ethosu_driver_dir=request.get("fvp", {}).get("driver_dir"),
+            firmware_library=request.get("fvp", {}).get("library"),
         )
     except HeliaError as error:
         return stage_failed(error, target)
