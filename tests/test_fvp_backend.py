@@ -16,6 +16,7 @@ from heliabuild.api import acquisition_facts, load_result
 from heliabuild.errors import FvpError, RunnerError
 from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.files import sha256_bytes
+from heliabuild.fvp.targets import TARGETS
 from heliabuild.model import serialize
 from heliabuild.runner.freeze import build_runner, load_runner
 from heliabuild.runner.lifecycle import run_runner
@@ -220,3 +221,27 @@ def test_cli_runner_and_run(
     other = [*arguments[:-6], "--backend", "fvp", "--fvp-target", "corstone-300", "-o", str(tmp_path / "other")]
     assert main(other) == 2
     assert "corstone-300 runs ethos-u55 or ethos-u65 only" in capsys.readouterr().err
+
+
+def test_the_prebuilt_runner_boots_on_qemu_and_the_adapter_reports_the_missing_npu() -> None:
+    """The real runner file mlia-ethos-u ships for Corstone-300 boots on QEMU's mps3-an547 (Corstone-300's CPU,
+    memory map and UART0, but no Ethos-U) and stops at the NPU's absence; read as an FVP job's UART log (QEMU
+    does not stop on EOT as the FVP does, so the test ends it there), the adapter reports the failure."""
+    from conftest import require_firmware_tools
+    from helpers.qemu_uart import uart_until_eot
+
+    from heliabuild.firmware.qemu import QemuRun
+    from heliabuild.fvp.firmware import prebuilt_runner
+    from heliabuild.fvp.log import read_job
+
+    require_firmware_tools()
+    runner = prebuilt_runner(TARGETS[0])
+    console = uart_until_eot(runner.path)
+    assert "Initialising Ethos-U device@0x58102000" in console  # the NPU address the AOT firmware uses too
+    run = QemuRun(exit_status=0, console=console, timed_out=False, output_overflow=False, diagnostics="")
+    with pytest.raises(FvpError) as error:
+        read_job(run, "ethos-u55", "segment 0 (QEMU mps3-an547)")
+    assert error.value.message == (
+        "segment 0 (QEMU mps3-an547): the runner failed: "
+        "'ERROR - Failed to initialise platform Arm Corstone-300 - AN552'"
+    )

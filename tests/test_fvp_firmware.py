@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import zlib
 from pathlib import Path
 
 import pytest
 from conftest import require_firmware_tools
+from helpers.qemu_uart import uart_until_eot
 from test_fvp_backend import _compiled
 
 from heliabuild.aot.stage import write_plan
@@ -97,23 +97,11 @@ def test_corstone_310_is_refused_by_name(tmp_path: Path, tmp_path_factory: pytes
         )
 
 
-def _uart_of(elf: Path) -> str:
-    """What the firmware writes to UART0 on QEMU's mps3-an547 (it then waits for the FVP to stop it on EOT; QEMU
-    does not, so the run is ended after a few seconds)."""
-    command = ["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "stdio"]
-    try:
-        run = subprocess.run([*command, "-kernel", str(elf)], capture_output=True, text=True, timeout=4)
-        return run.stdout
-    except subprocess.TimeoutExpired as stopped:
-        output = stopped.stdout or b""
-        return output.decode() if isinstance(output, bytes) else output
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, compiled: dict[str, Path]) -> tuple[Path, Path]:
     """The runner with the AOT firmware linked against the driver double, and its UART record stream."""
     runner_json = _build(tmp_path_factory.mktemp("aot") / "runner", compiled, ethosu_driver_dir=DRIVER_DOUBLE)
-    uart = _uart_of(runner_json.parent / "fvp" / "firmware.elf")
+    uart = uart_until_eot(runner_json.parent / "fvp" / "firmware.elf")
     records = runner_json.parent.parent / "uart.txt"
     records.write_text(uart, encoding="ascii")
     return runner_json, records
@@ -219,3 +207,31 @@ def test_a_sample_for_another_segment_count_is_refused(
     with pytest.raises(FirmwareError, match=r"record 1 \(npu_sample\) has 14 fields, expected 20"):
         run_runner(built[0], tmp_path / "result")
     assert not (tmp_path / "result").exists()
+
+
+def test_cli_builds_the_aot_firmware_for_the_u65(
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from heliabuild.cli import main
+
+    inputs = _compiled(tmp_path_factory, "ethos-u65-256")
+    plan = write_plan(inputs["vela"], tmp_path / "plan", "model", "corstone300_ethos_u65").plan
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(POLICY))
+    arguments = ["runner", "--model", str(inputs["model"]), "--sidecar", str(inputs["sidecar"])]
+    arguments += ["--vela-model", str(inputs["vela"]), "--segments", str(inputs["segments"]), "--policy", str(policy)]
+    arguments += ["--aot-plan", str(plan), "--backend", "fvp", "--fvp-target", "corstone-300", "--fvp-firmware", "aot"]
+    assert main([*arguments, "-o", str(tmp_path / "missing")]) == 2  # no driver: one error line, nothing written
+    err = capsys.readouterr().err
+    assert err.count("heliabuild: error:") == 1 and "HELIA_ETHOSU_DRIVER_DIR is not set" in err
+    assert not (tmp_path / "missing").exists()
+
+    monkeypatch.setenv("HELIA_ETHOSU_DRIVER_DIR", str(DRIVER_DOUBLE))  # the environment variable names it too
+    assert main([*arguments, "-o", str(tmp_path / "runner")]) == 0
+    document = json.loads((tmp_path / "runner" / "runner.json").read_text())
+    assert document["fvp"]["target"]["executable"] == "FVP_Corstone_SSE-300_Ethos-U65"
+    assert document["fvp"]["firmware"]["driver"]["define"] == "ETHOSU65"
+    assert "ethosu.num_macs=256" in document["fvp"]["command"]

@@ -90,7 +90,8 @@ def test_aot_firmware_pipeline(tmp_path: Path, fake_fvp: Path, monkeypatch: pyte
     HELIA_ETHOSU_DRIVER_DIR (here a TEST DOUBLE of the driver) with the shared corstone300 library; the fake FVP
     replays the firmware's record stream, captured by running the ELF on QEMU's mps3-an547."""
     from conftest import require_firmware_tools
-    from test_fvp_firmware import DRIVER_DOUBLE, _uart_of
+    from helpers.qemu_uart import uart_until_eot
+    from test_fvp_firmware import DRIVER_DOUBLE
 
     require_firmware_tools()
     options = {"fvp_firmware": "aot", "HELIA_ETHOSU_DRIVER_DIR": str(DRIVER_DOUBLE)}
@@ -104,7 +105,7 @@ def test_aot_firmware_pipeline(tmp_path: Path, fake_fvp: Path, monkeypatch: pyte
     folder = project / "build" / "runner" / "kws"
     assert sorted(p.name for p in (folder / "fvp").iterdir()) == ["firmware.elf", "firmware_layout.json"]
     records = tmp_path / "uart.txt"
-    records.write_text(_uart_of(folder / "fvp" / "firmware.elf"), encoding="ascii")
+    records.write_text(uart_until_eot(folder / "fvp" / "firmware.elf"), encoding="ascii")
     monkeypatch.setenv("FAKE_FVP_RECORDS", str(records))
 
     result = build_ok(project)
