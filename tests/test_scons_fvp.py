@@ -140,3 +140,33 @@ def test_aot_firmware_without_a_driver_is_one_clear_error(
     assert "no driver folder is named (HELIA_ETHOSU_DRIVER_DIR is not set)" in output_of(result)
     assert "SConstruct" in output_of(result)
     assert not (project / "build").exists()
+
+
+STANDALONE = """\
+SetOption("hash_format", "sha256")
+env = Environment(tools=["helia"], toolpath=[{site_tools!r}])
+env.Decider("content")
+sources = ["model_fenced.tflite", "model_fenced.fenced_boundaries.json", "model_fenced_vela.tflite",
+           "model_fenced_segments.json"]
+runner = env.HeliaRunner("runner/runner.json", sources, HELIA_BACKEND="fvp", HELIA_POLICY="policy.yaml")
+env.HeliaRun("results/result.json", runner[0])
+"""
+
+
+def test_standalone_helia_runner_reads_the_segment_count_from_its_sidecar(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path
+) -> None:
+    from test_fvp_backend import _compiled
+    from test_scons import SITE_TOOLS
+
+    project = tmp_path / "project"
+    project.mkdir()
+    for path in _compiled(tmp_path_factory, "ethos-u55-128").values():
+        shutil.copy(path, project / path.name)
+    (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
+    (project / "SConstruct").write_text(STANDALONE.format(site_tools=str(SITE_TOOLS)), encoding="utf-8")
+    result = build_ok(project)
+    assert stage_counts(result) == {"runner": 1, "run": 1}, output_of(result)
+    assert sorted(p.name for p in (project / "runner" / "fvp").iterdir()) == [f"segment_{k}.tflite" for k in range(3)]
+    assert len(load_result(project / "results").samples) == 1
+    assert stage_counts(build_ok(project)) == {}
