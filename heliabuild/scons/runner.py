@@ -312,7 +312,9 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
     from heliabuild.runner.freeze import build_runner
 
     remove_leftovers(target)
-    _remove_target_folders(target)  # SCons made `fvp/` for the sub-models; build_runner wants a new folder
+    folder = os.path.dirname(target[0].get_abspath())
+    # SCons made the empty `fvp/` and `inputs/` of the targets; build_runner wants a new or empty runner folder
+    _remove_target_folders([node for node in target if os.path.dirname(node.get_abspath()) != folder])
     request = getattr(target[0].attributes, _REQUEST)
     policy = request["policy_path"] if request["policy_path"] is not None else request["policy_document"]
     sources = request["sources"]
