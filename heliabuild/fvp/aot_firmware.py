@@ -12,6 +12,7 @@ runner.json's `fvp.firmware.source` is `heliabuild-aot` (the prebuilt runner's i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from heliabuild.errors import FvpError
@@ -37,21 +38,23 @@ def check_platform(platform: str, source: str) -> None:
         )
 
 
-def sample_figures(counters: Any, npu: str) -> dict[str, Any]:
-    """A sample's figures from its per-segment counters (heliabuild.firmware.protocol.SegmentCounters):
-    `cycles` the NPU active cycles per segment and their total, `segment_traffic_beats` each segment's beats
-    (U55/U65: AXI0 read and write, AXI1 read; U85: SRAM and external read and write), `traffic_beats` their
-    sum. A counter that overflowed in any segment makes the sample's counts null and flags
-    `sanity.counter_overflow`: a wrapped count is never published."""
-    overflow = any(segment.overflow for segment in counters)
-    cycles = beats = None
-    if not overflow:
-        segments = [int(segment.counts[0]) for segment in counters]
-        cycles = {"total": sum(segments), "segments": segments}
-        beats = [int(sum(segment.counts[1:])) for segment in counters]
-    return {
-        "cycles": cycles,
-        "traffic_beats": None if beats is None else sum(beats),
-        "segment_traffic_beats": beats,
-        "sanity": {"outputs_finite": True, "counter_overflow": overflow},
-    }
+def sample_figures(counters: Sequence[Any]) -> dict[str, Any]:
+    """A sample's figures from its per-segment counters (heliabuild.firmware.protocol.SegmentCounters), merged
+    as the prebuilt runner's jobs are (heliabuild.fvp.counters.sample_figures): `cycles` the NPU active cycles
+    per segment and their total, `segment_traffic_beats` each segment's beats (U55/U65: AXI0 read and write,
+    AXI1 read; U85: SRAM and external read and write), `traffic_beats` their sum. A counter that overflowed in
+    any segment makes the sample's counts null and flags `sanity.counter_overflow`: a wrapped count is never
+    published."""
+    from heliabuild.fvp import counters as merge
+    from heliabuild.fvp.log import JobCounters
+
+    jobs = [
+        JobCounters(
+            cycles=None if segment.overflow else int(segment.counts[0]),
+            traffic_beats=None if segment.overflow else int(sum(segment.counts[1:])),
+            overflow=segment.overflow,
+            metrics={},
+        )
+        for segment in counters
+    ]
+    return merge.sample_figures(jobs)

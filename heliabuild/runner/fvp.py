@@ -296,7 +296,7 @@ def _aot_measurement(runner: Any, timeout_s: float | None, segments: list[dict[s
     elf = runner.folder / section["firmware"]["elf"]["file"]
     command = command_from_record(section["command"], executable, elf, "")
     source = f"{runner.path}: {target['executable']}"
-    run = measure_aot(runner, command, target["npu"], bound, source)
+    run = measure_aot(runner, command, bound, source)
     names = list(section["firmware"]["output_names"])
     return Measurement(
         state=run.state,
@@ -412,7 +412,7 @@ class AotMeasurement:
     verification: list[list[dict[str, Any]]]
 
 
-def measure_aot(runner: Any, command: list[str], npu: str, bound_s: float, source: str) -> AotMeasurement:
+def measure_aot(runner: Any, command: list[str], bound_s: float, source: str) -> AotMeasurement:
     """Run the job `command` (the recorded command with this machine's paths) and verify what the firmware
     reports (module docstring). FvpError or FirmwareError for a run the host cannot trust; RunnerError when
     an output differs from the reference by more than the policy's `verification.max_abs_diff`."""
@@ -433,7 +433,7 @@ def measure_aot(runner: Any, command: list[str], npu: str, bound_s: float, sourc
         state=run.receipt.state,
         warmup_invokes=run.receipt.warmup_invokes,
         measured_invokes=run.receipt.measured_invokes,
-        figures=[sample_figures(sample.segment_counters, npu) for sample in run.samples],
+        figures=[sample_figures(sample.segment_counters) for sample in run.samples],
         outputs=[list(sample.outputs) for sample in run.samples],
         verification=checks,
     )
