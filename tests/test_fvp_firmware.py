@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zlib
 from pathlib import Path
 
@@ -235,3 +236,13 @@ def test_cli_builds_the_aot_firmware_for_the_u65(
     assert document["fvp"]["target"]["executable"] == "FVP_Corstone_SSE-300_Ethos-U65"
     assert document["fvp"]["firmware"]["driver"]["define"] == "ETHOSU65"
     assert "ethosu.num_macs=256" in document["fvp"]["command"]
+
+
+def test_a_rebuild_elsewhere_gives_the_same_bytes(
+    tmp_path: Path, built: tuple[Path, Path], compiled: dict[str, Path]
+) -> None:
+    driver = tmp_path / "elsewhere" / "driver"
+    shutil.copytree(DRIVER_DOUBLE, driver)
+    again = _build(tmp_path / "other" / "runner", compiled, ethosu_driver_dir=driver)
+    for name in ("runner.json", "fvp/firmware.elf", "fvp/firmware_layout.json"):
+        assert (again.parent / name).read_bytes() == (built[0].parent / name).read_bytes(), name
