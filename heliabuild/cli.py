@@ -271,7 +271,16 @@ def _command_runner(args: argparse.Namespace) -> int:
         segments=args.segments,
         aot_plan=args.aot_plan,
         backend=args.backend,
-        **({"fvp_target": args.fvp_target, "fvp_timelimit_s": args.fvp_timelimit} if args.backend == "fvp" else {}),
+        **(
+            {
+                "fvp_target": args.fvp_target,
+                "fvp_timelimit_s": args.fvp_timelimit,
+                "fvp_firmware": args.fvp_firmware,
+                "ethosu_driver_dir": args.ethosu_driver_dir,
+            }
+            if args.backend == "fvp"
+            else {}
+        ),
     )
     print(f"heliabuild: runner {runner_json}")
     return 0
@@ -515,6 +524,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     runner.add_argument(
         "--fvp-timelimit", type=int, metavar="SECONDS", help="fvp: the FVP's --timelimit of each job (default 600)"
+    )
+    runner.add_argument(
+        "--fvp-firmware",
+        choices=("prebuilt", "aot"),
+        default="prebuilt",
+        help="fvp: Arm's prebuilt runner from mlia-ethos-u, one job per segment (default), or heliabuild's AOT "
+        "firmware of Vela's model and --aot-plan with the Ethos-U driver, the whole lifecycle in one job",
+    )
+    runner.add_argument(
+        "--ethosu-driver-dir",
+        type=Path,
+        metavar="DIR",
+        help="fvp, --fvp-firmware aot: a checkout of Arm's Ethos-U core driver (default: $HELIA_ETHOSU_DRIVER_DIR)",
     )
     runner.add_argument("-o", "--output", type=Path, required=True, metavar="RUNNER_DIR", help="the runner folder")
     runner.set_defaults(run=_command_runner)

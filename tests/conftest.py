@@ -108,3 +108,29 @@ def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from heliabuild.firmware.build import build_library
 
     return build_library(tmp_path_factory.mktemp("firmware-library"))
+
+
+@pytest.fixture
+def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder of FAKE FVP executables (tests/helpers/fake_fvp.py, a test double, one per target name) first on
+    PATH; returns the call log."""
+    import os
+    import stat
+    import sys
+
+    from heliabuild.fvp.targets import TARGETS
+
+    folder = tmp_path / "fake-fvp-bin"
+    folder.mkdir()
+    text = f"#!{sys.executable}\n" + (Path(__file__).parent / "helpers" / "fake_fvp.py").read_text()
+    for target in TARGETS:
+        path = folder / target.executable
+        path.write_text(text)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    log = tmp_path / "fake-fvp-calls.jsonl"
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_FVP_LOG", str(log))
+    monkeypatch.delenv("HELIA_FVP_DIR", raising=False)
+    monkeypatch.delenv("FAKE_FVP_SCENARIO", raising=False)
+    monkeypatch.delenv("FAKE_FVP_RECORDS", raising=False)
+    return log

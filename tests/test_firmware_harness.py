@@ -23,7 +23,7 @@ from heliabuild.firmware.records import read_records
 from heliabuild.firmware.toolchain import compile_object, link_elf
 
 TEST_SOURCES = Path(__file__).parent / "helpers" / "firmware"
-HARNESS = ("semihosting.c", "records.c", "counter.c", "mps3_an547/startup.c")
+HARNESS = ("semihosting.c", "records.c", "counter.c", "reset.c", "mps3_an547/startup.c")
 INSTRUCTIONS_PER_TICK = 31.25
 
 

@@ -3,11 +3,11 @@ prebuilt runner that `mlia-ethos-u` ships (its path and hash; no FVP runs it her
 
 from __future__ import annotations
 
+import csv
 import importlib.metadata
+import io
 import json
 import os
-import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,6 @@ except importlib.metadata.PackageNotFoundError:
         "mlia-ethos-u is not installed (pip install heliabuild[fvp]); .ci/run installs it", allow_module_level=True
     )
 
-FAKE = Path(__file__).parent / "helpers" / "fake_fvp.py"
 POLICY = {"defaults": {"fvp": {"acquisition": {"state": "single", "warmup_invokes": 0, "measured_invokes": 1}}}}
 CASES = {  # target choice -> (accelerator, executable)
     "corstone-300": ("ethos-u55-128", "FVP_Corstone_SSE-300_Ethos-U55"),
@@ -38,24 +37,6 @@ CASES = {  # target choice -> (accelerator, executable)
     "corstone-310": ("ethos-u55-64", "FVP_Corstone_SSE-310"),
     "corstone-320": ("ethos-u85-256", "FVP_Corstone_SSE-320"),
 }
-
-
-@pytest.fixture
-def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder of FAKE FVP executables (one per target name) first on PATH; returns the call log."""
-    folder = tmp_path / "fake-fvp-bin"
-    folder.mkdir()
-    text = f"#!{sys.executable}\n" + FAKE.read_text()
-    for target in TARGETS:
-        path = folder / target.executable
-        path.write_text(text)
-        path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    log = tmp_path / "fake-fvp-calls.jsonl"
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_FVP_LOG", str(log))
-    monkeypatch.delenv("HELIA_FVP_DIR", raising=False)
-    monkeypatch.delenv("FAKE_FVP_SCENARIO", raising=False)
-    return log
 
 
 _COMPILED: dict[tuple[str, str], dict[str, Path]] = {}
@@ -131,6 +112,9 @@ def test_good_run_publishes_per_segment_counters(
 
     assert "segment_traffic_beats.0" in show(result_json.parent)
     assert json.loads(export(result_json.parent, fields="samples", fmt="json"))[0]["segment_traffic_beats"] == beats
+    (row,) = csv.DictReader(io.StringIO((result_json.parent / "run_summary.csv").read_text()))
+    assert row["traffic_beats_total"] == str(sum(beats))
+    assert [row[f"traffic_beats_segment_{k}"] for k in range(3)] == [str(b) for b in beats]
     calls = [json.loads(line) for line in fake_fvp.read_text().splitlines()]
     assert sum(1 for call in calls if call[1:] != ["--version"]) == 3  # one job per segment
 
@@ -237,3 +221,27 @@ def test_cli_runner_and_run(
     other = [*arguments[:-6], "--backend", "fvp", "--fvp-target", "corstone-300", "-o", str(tmp_path / "other")]
     assert main(other) == 2
     assert "corstone-300 runs ethos-u55 or ethos-u65 only" in capsys.readouterr().err
+
+
+def test_the_prebuilt_runner_boots_on_qemu_and_the_adapter_reports_the_missing_npu() -> None:
+    """The real runner file mlia-ethos-u ships for Corstone-300 boots on QEMU's mps3-an547 (Corstone-300's CPU,
+    memory map and UART0, but no Ethos-U) and stops at the NPU's absence; read as an FVP job's UART log (QEMU
+    does not stop on EOT as the FVP does, so the test ends it there), the adapter reports the failure."""
+    from conftest import require_firmware_tools
+    from helpers.qemu_uart import uart_until_eot
+
+    from heliabuild.firmware.qemu import QemuRun
+    from heliabuild.fvp.firmware import prebuilt_runner
+    from heliabuild.fvp.log import read_job
+
+    require_firmware_tools()
+    runner = prebuilt_runner(TARGETS[0])
+    console = uart_until_eot(runner.path)
+    assert "Initialising Ethos-U device@0x58102000" in console  # the NPU address the AOT firmware uses too
+    run = QemuRun(exit_status=0, console=console, timed_out=False, output_overflow=False, diagnostics="")
+    with pytest.raises(FvpError) as error:
+        read_job(run, "ethos-u55", "segment 0 (QEMU mps3-an547)")
+    assert error.value.message == (
+        "segment 0 (QEMU mps3-an547): the runner failed: "
+        "'ERROR - Failed to initialise platform Arm Corstone-300 - AN552'"
+    )

@@ -133,10 +133,11 @@ def test_run_summary_has_one_indexed_row_per_sample(bundle: Path) -> None:
     lines = (bundle / "run_summary.csv").read_text().splitlines()
     assert lines[0] == (
         "index,cycles_total,latency_s,energy,cycles_segment_0,cycles_segment_1,"
-        "instructions_total,instructions_segment_0,instructions_segment_1,segment_latency_s_0,segment_latency_s_1"
+        "instructions_total,instructions_segment_0,instructions_segment_1,segment_latency_s_0,segment_latency_s_1,"
+        "traffic_beats_total,traffic_beats_segment_0,traffic_beats_segment_1"
     )
     assert [line.split(",")[0] for line in lines[1:]] == ["0", "1", "2"]
-    assert lines[1] == "0,210,0.0010001,,100,110,,,,,"
+    assert lines[1] == "0,210,0.0010001,,100,110,,,,,,,,"
 
 
 def test_rewrite_replaces_the_earlier_bundle(tmp_path: Path) -> None:

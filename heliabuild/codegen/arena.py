@@ -108,3 +108,21 @@ def plan_arena(buffers: Sequence[Buffer], alignment: int = 16) -> Placement:
         placed.append((buffer, candidate))
     size = max((offset + _aligned(b.size, alignment) for b, offset in placed), default=0)
     return Placement(offsets=offsets, size=size, peak=peak_live_bytes(buffers, alignment), alignment=alignment)
+
+
+def fixed_arena(buffers: Sequence[Buffer], offsets: dict[str, int], alignment: int = 16) -> Placement:
+    """The arena of buffers placed by another planner (Vela's OfflineMemoryAllocation: its scratch area holds
+    the feature maps its command streams address, so buffers may overlap as that plan says). ArenaError for a
+    buffer without an offset, or one that is negative or not aligned."""
+    _check(buffers, alignment)
+    for buffer in buffers:
+        offset = offsets.get(buffer.name)
+        if offset is None or offset < 0 or offset % alignment:
+            raise ArenaError(f"arena buffer {buffer.name!r}: the given offset {offset} is not an aligned offset")
+    size = max((offsets[b.name] + _aligned(b.size, alignment) for b in buffers), default=0)
+    return Placement(
+        offsets={b.name: offsets[b.name] for b in buffers},
+        size=size,
+        peak=peak_live_bytes(buffers, alignment),
+        alignment=alignment,
+    )

@@ -71,12 +71,14 @@ class _Emitter:
         self.prefix = prefix
         self.tensors = model.subgraphs[0].tensors
         self.lines: list[str] = []
-        self.referenced = {
-            layout.constant_of_tensor[field.index]
-            for call in calls
-            for _, field in call.fields
-            if isinstance(field, TensorRef) and field.index in layout.constant_of_tensor
-        }
+        read: list[int] = []
+        for call in calls:
+            for _, field in call.fields:
+                if isinstance(field, TensorRef):
+                    read.append(field.index)
+                elif isinstance(field, TensorTable):
+                    read.extend(field.tensors)
+        self.referenced = {layout.constant_of_tensor[t] for t in read if t in layout.constant_of_tensor}
 
     def ctype(self, tensor: int) -> str:
         code = int(self.tensors[tensor].type)
@@ -290,10 +292,17 @@ class _Emitter:
 
 
 def emit_module(
-    model: Model, calls: Sequence[KernelCall], layout: Layout, prefix: str, banner: str, model_sha256: str
+    model: Model,
+    calls: Sequence[KernelCall],
+    layout: Layout,
+    prefix: str,
+    banner: str,
+    model_sha256: str,
+    headers: Sequence[str] = (),
 ) -> dict[str, bytes]:
     """`<prefix>_model.h` and `<prefix>_model.c` (module docstring); `banner` is the first comment's text and
-    `model_sha256` the model's hash, compiled in so the firmware can say what it runs."""
+    `model_sha256` the model's hash, compiled in so the firmware can say what it runs; `headers` are further
+    headers the calls need (a target's own, such as helia_ethosu.h)."""
     banner = comment(banner)
     guard = f"{prefix.upper()}_MODEL_H"
     header = (
@@ -304,10 +313,11 @@ def emit_module(
         f"extern const helia_model {prefix}_model;\n\n#endif /* {guard} */\n"
     )
     emitter = _Emitter(model, calls, layout, prefix, model_sha256)
+    extra_includes = "".join(f'#include "{header}"\n' for header in headers)
     emitter.lines.append(
         f"/* {prefix}_model.c - {banner} */\n"
         "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n"
-        f'#include "helia_ops.h"\n#include "stream_split.h"\n#include "{prefix}_model.h"\n\n'
+        f'#include "helia_ops.h"\n#include "stream_split.h"\n{extra_includes}#include "{prefix}_model.h"\n\n'
         f'static uint8_t arena[{max(layout.arena.size, 16)}] __attribute__((section(".arena"), aligned(16)));\n'
     )
     if layout.units:

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from heliabuild.aot.facts import storage_roots
 from heliabuild.aot.planner import constant_ids
 from heliabuild.aot.records import OptimizationPlan
-from heliabuild.codegen.arena import Buffer, Placement, plan_arena
+from heliabuild.codegen.arena import ArenaError, Buffer, Placement, fixed_arena, plan_arena
 from heliabuild.codegen.lowering import CodegenError, KernelCall
 from heliabuild.fence.contract import ELEMENT_BYTES
 from heliabuild.model.graph import indices
-from heliabuild.model.io import Model
+from heliabuild.model.io import Model, offline_allocation
 
 ARENA_ALIGNMENT = 16
 
@@ -221,8 +221,36 @@ def _units(
     return units
 
 
-def plan_layout(model: Model, plan: OptimizationPlan, model_sha256: str, calls: Sequence[KernelCall]) -> Layout:
-    """The layout of the module for `model` and its `plan` (module docstring)."""
+def offline_offsets(model: Model) -> dict[int, int] | None:
+    """Vela's arena offset of each tensor of subgraph 0 that has one (heliabuild.model.io.offline_allocation), or
+    None when the model has no OfflineMemoryAllocation."""
+    found = offline_allocation(model)
+    if found is None:
+        return None
+    values = found[1]
+    if len(values) < 3 or values[2] != len(values) - 3:
+        raise CodegenError(f"{model.name}: OfflineMemoryAllocation holds {len(values)} values, not one per tensor")
+    return {index: offset for index, offset in enumerate(values[3:]) if offset >= 0}
+
+
+def _offline_arena(model: Model, buffers: Sequence[Buffer]) -> Placement:
+    offsets = offline_offsets(model)
+    if offsets is None:
+        raise CodegenError(
+            f"{model.name}: no OfflineMemoryAllocation metadata; a model with ethos-u operators is Vela's output, "
+            "which places the tensors its command streams address"
+        )
+    try:
+        return fixed_arena(buffers, {str(t): o for t, o in offsets.items()}, ARENA_ALIGNMENT)
+    except ArenaError as error:
+        raise CodegenError(f"{model.name}: OfflineMemoryAllocation: {error.message}") from None
+
+
+def plan_layout(
+    model: Model, plan: OptimizationPlan, model_sha256: str, calls: Sequence[KernelCall], *, offline: bool = False
+) -> Layout:
+    """The layout of the module for `model` and its `plan` (module docstring). With `offline` (Vela's output
+    run on an NPU) the arena follows the model's OfflineMemoryAllocation, which the command streams address."""
     _check_plan(model, plan, model_sha256, calls)
     constants = _constants(model, plan)
     units = _units(plan, constants, calls)
@@ -248,7 +276,7 @@ def plan_layout(model: Model, plan: OptimizationPlan, model_sha256: str, calls: 
     buffers = [Buffer(str(t), sizes[t], first_use[t], last_use[t]) for t in sorted(first_use)]
     pool = plan.schedule.pool if plan.schedule is not None else None
     return Layout(
-        arena=plan_arena(buffers, ARENA_ALIGNMENT),
+        arena=_offline_arena(model, buffers) if offline else plan_arena(buffers, ARENA_ALIGNMENT),
         activation_bytes=sizes,
         constants=tuple(constants),
         constant_of_tensor=constant_of_tensor,

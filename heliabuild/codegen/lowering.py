@@ -16,7 +16,7 @@ is a null pointer.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -710,11 +710,17 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
     "NEG": _neg,
     FENCE_OPERATOR: lambda op, _: _fence(op),
 }
-"""Operator type -> lowering; every other type is refused at admission."""
+"""Operator type -> lowering; every other type is refused at admission (unless lower_model's `extra` has it)."""
 
 
-def lower_model(model: Model, source: str = "model") -> list[KernelCall]:
-    """One KernelCall per operator of subgraph 0, in execution order; CodegenError naming every refused operator."""
+Lowering = Callable[[OperatorFacts, Model], KernelCall]
+
+
+def lower_model(
+    model: Model, source: str = "model", *, extra: Mapping[str, Lowering] | None = None
+) -> list[KernelCall]:
+    """One KernelCall per operator of subgraph 0, in execution order; CodegenError naming every refused operator.
+    `extra` admits further operator types (a target's own: heliabuild.codegen.npu for an Ethos-U)."""
     if len(model.subgraphs) != 1:
         raise CodegenError(f"{source}: {len(model.subgraphs)} subgraphs; the module generator runs one")
     facts = model_facts(model)
@@ -723,7 +729,7 @@ def lower_model(model: Model, source: str = "model") -> list[KernelCall]:
     calls: list[KernelCall] = []
     refusals: list[str] = []
     for op in facts:
-        lowering = _LOWERINGS.get(op.op_type)
+        lowering = (extra or {}).get(op.op_type, _LOWERINGS.get(op.op_type))
         if lowering is None:
             refusals.append(f"{op.id} ({op.op_type}): no heliabuild kernel for {op.op_type}")
             continue

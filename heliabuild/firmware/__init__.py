@@ -1,6 +1,7 @@
-"""The on-target runner: C sources of the firmware harness (startup and linker files per target, semihosting
-I/O, the record protocol, the instruction counter) and the Python that runs firmware on QEMU and reads its
-record stream. See docs/firmware.md."""
+"""The on-target runner: C sources of the firmware harness (startup and linker files per target, the console:
+semihosting on QEMU, UART0 on the Corstone FVPs; the record protocol; the measurement: the instruction counter
+on QEMU, the Ethos-U PMU through the user's driver on an FVP) and the Python that builds firmware, runs it on
+QEMU and reads its record stream. See docs/firmware.md."""
 
 from pathlib import Path
 

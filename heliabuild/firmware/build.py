@@ -37,19 +37,24 @@ from heliabuild.firmware.toolchain import (
 
 if TYPE_CHECKING:  # the SCons tool imports this module while SConscripts are read: no numpy or TFLite schema
     from heliabuild.codegen.layout import Layout
+    from heliabuild.firmware.driver import EthosuDriver
 
 KERNEL_SOURCE_DIR = Path(__file__).resolve().parents[1] / "kernels" / "c"
 """heliabuild's C kernels (heliabuild.kernels.native.C_SOURCE_DIR), named here without importing the kernels
 package, which loads numpy."""
 
 LIBRARY_NAME = "libheliafirmware.a"
-HARNESS_SOURCES = ("semihosting.c", "records.c", "counter.c", "lifecycle.c")
+HARNESS_SOURCES = ("records.c", "lifecycle.c", "reset.c")
+"""The harness sources every target shares; a target adds its console and its measurement (Target.harness)."""
 
 
 @dataclass(frozen=True)
 class Target:
-    """A firmware target: its startup source and linker script (under heliabuild/firmware/c/), and the bytes
-    its linker script gives the arena, the constants and the data memory (what the stack leaves of DTCM)."""
+    """A firmware target: its startup source, linker script and own harness sources (under
+    heliabuild/firmware/c/), and, for check_memory_fit, the memories (by the linker script's region names) and
+    bytes it gives the arena, the constants and the data memory (what the stack leaves of DTCM), and pinned
+    SRAM constants. `npu` targets run `ethos-u` operators through the Ethos-U driver (docs/firmware.md,
+    "Corstone-300 and the Ethos-U driver")."""
 
     name: str
     startup: str
@@ -58,8 +63,13 @@ class Target:
     constant_bytes: int
     data_bytes: int
     sram_bytes: int
+    harness: tuple[str, ...] = ("semihosting.c", "counter.c", "measure_ticks.c")
+    arena_memory: str = "ISRAM"
+    constant_memory: str = "QSPI"
+    npu: bool = False
 
 
+_DATA_BYTES = (512 << 10) - (32 << 10) - (16 << 10)
 TARGETS = {
     "mps3_an547": Target(
         "mps3_an547",
@@ -67,12 +77,24 @@ TARGETS = {
         "mps3_an547/memory.ld",
         arena_bytes=4 << 20,
         constant_bytes=8 << 20,
-        data_bytes=(512 << 10) - (32 << 10) - (16 << 10),
+        data_bytes=_DATA_BYTES,
         sram_bytes=2 << 20,
-    )
+    ),
+    "corstone300": Target(
+        "corstone300",
+        "corstone300/startup.c",
+        "corstone300/memory.ld",
+        arena_bytes=4 << 20,
+        constant_bytes=32 << 20,
+        data_bytes=_DATA_BYTES,
+        sram_bytes=2 << 20,
+        harness=("corstone300/uart.c",),
+        constant_memory="DDR",
+        npu=True,
+    ),
 }
-"""Firmware targets by name (the platform-table name of the machine they run on). `data_bytes` keeps 16 KiB of
-DTCM for the harness's own data beside the 32 KiB stack."""
+"""Firmware targets by name (the machine they run on). `data_bytes` keeps 16 KiB of DTCM for the harness's own
+data beside the 32 KiB stack. `corstone300` is the Corstone-300 FVPs' map (secure aliases; docs/firmware.md)."""
 
 
 def target(name: str) -> Target:
@@ -93,8 +115,8 @@ def check_memory_fit(layout: Layout, name: str, source: str) -> None:
             memory = (constant.destination_memory or "").upper()
             pinned[memory] = pinned.get(memory, 0) + constant.bytes
     needs = (
-        ("the activation arena", "ISRAM", layout.arena.size, found.arena_bytes),
-        ("the constants", "QSPI", constants, found.constant_bytes),
+        ("the activation arena", found.arena_memory, layout.arena.size, found.arena_bytes),
+        ("the constants", found.constant_memory, constants, found.constant_bytes),
         ("the stream pool and constants pinned to DTCM", "DTCM", layout.pool_bytes + pinned["DTCM"], found.data_bytes),
         ("constants pinned to SRAM", "SRAM", pinned["SRAM"], found.sram_bytes),
     )
@@ -108,7 +130,7 @@ def check_memory_fit(layout: Layout, name: str, source: str) -> None:
 
 def headers() -> list[Path]:
     """Every header the firmware sources include from heliabuild (the harness's and the kernels')."""
-    return sorted({*KERNEL_SOURCE_DIR.glob("*.h"), *C_SOURCE_DIR.glob("*.h")})
+    return sorted({*KERNEL_SOURCE_DIR.glob("*.h"), *C_SOURCE_DIR.glob("*.h"), *C_SOURCE_DIR.glob("*/*.h")})
 
 
 def include_dirs() -> tuple[Path, Path]:
@@ -119,7 +141,9 @@ def include_dirs() -> tuple[Path, Path]:
 def library_sources(name: str) -> list[Path]:
     """Every source of the firmware library of target `name`, in a fixed order."""
     kernels = sorted(KERNEL_SOURCE_DIR.glob("*.c"))
-    return [*kernels, *(C_SOURCE_DIR / source for source in HARNESS_SOURCES), C_SOURCE_DIR / target(name).startup]
+    found = target(name)
+    harness = (*HARNESS_SOURCES, *found.harness)
+    return [*kernels, *(C_SOURCE_DIR / source for source in harness), C_SOURCE_DIR / found.startup]
 
 
 def _stamp(sources: Sequence[Path]) -> str:
@@ -183,14 +207,29 @@ def link_firmware(
     extra_include_dirs: Sequence[str | os.PathLike[str]],
     output: str | os.PathLike[str],
     name: str = "mps3_an547",
+    *,
+    driver: EthosuDriver | None = None,
 ) -> Path:
-    """Compile `sources` (the generated module, helia_firmware.c) and link them with `library` into `output`."""
+    """Compile `sources` (the generated module, helia_firmware.c) and link them with `library` into `output`.
+    An `npu` target also compiles `npu/helia_ethosu.c` and the Ethos-U `driver`'s sources (docs/firmware.md,
+    "Corstone-300 and the Ethos-U driver"); without a driver it is a FirmwareError."""
+    found = target(name)
+    if found.npu != (driver is not None):
+        needs = "needs the Ethos-U driver" if found.npu else "has no NPU, so no Ethos-U driver"
+        raise FirmwareError(f"firmware target {name} {needs}")
     output_path = Path(output)
     objects_dir = output_path.parent / "objects"
+    includes = [*include_dirs(), *extra_include_dirs]
+    compiled = [(Path(source), False) for source in sources]
+    defines: tuple[str, ...] = ()
+    if driver is not None:
+        includes += [C_SOURCE_DIR / "npu", *driver.include_dirs]
+        defines = (driver.define,)
+        compiled += [(C_SOURCE_DIR / "npu" / "helia_ethosu.c", False), *((path, True) for path in driver.sources)]
     objects = []
-    for source in sources:
-        obj = objects_dir / f"{Path(source).stem}.o"
-        compile_object(source, obj, [*include_dirs(), *extra_include_dirs])
+    for source, foreign in compiled:
+        obj = objects_dir / f"{source.stem}.o"
+        compile_object(source, obj, includes, defines, foreign=foreign)
         objects.append(obj)
-    link_elf([*objects, Path(library)], output_path, C_SOURCE_DIR / target(name).linker_script)
+    link_elf([*objects, Path(library)], output_path, C_SOURCE_DIR / found.linker_script)
     return output_path

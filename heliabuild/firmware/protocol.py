@@ -5,6 +5,7 @@ complete and verified (heliabuild.firmware.records), and every record agrees wit
 
     begin   1 segments inputs outputs state warmups measured arena_bytes xMODEL_SHA256 input_crc32...   first
     sample  index invoke_ticks segment_ticks...                            measured times, in order
+      or npu_sample index events (streams overflow count...) per segment  on an NPU (Expectation.npu_events)
     output  index position xBYTES                                          per sample, every output once
     receipt 1 state warmups measured initialization                        once, after the samples
     end     count                                                          last
@@ -12,7 +13,9 @@ complete and verified (heliabuild.firmware.records), and every record agrees wit
 Anything else (a count that contradicts the policy, a missing, repeated or extra record, segment ticks that
 do not add up to the invoke's, an output of the wrong size) is a FirmwareError naming what differs, and so is
 a run that faulted, was refused at init, hit a kernel error, timed out or exited non-zero; the message says
-which, from the firmware's own `fault`, `refused` or `kernel_error` record where it wrote one.
+which, from the firmware's own `fault`, `npu_error`, `refused` or `kernel_error` record where it wrote one.
+`read_stream(console, expected)` is the same check of a stream whose run ended well by other signs (an FVP's
+UART log: its exit code line and EOT, heliabuild.fvp.log).
 """
 
 from __future__ import annotations
@@ -47,16 +50,30 @@ class Expectation:
     arena_bytes: int
     model_sha256: str
     input_crc32: tuple[int, ...]
+    npu_events: int | None = None
+    """None: the `sample` record of ticks (QEMU); a count: the `npu_sample` record of that many PMU events."""
+
+
+@dataclass(frozen=True)
+class SegmentCounters:
+    """One segment's NPU counters in one sample: the command streams counted, whether a counter overflowed,
+    and each event's count summed over the streams (heliabuild/firmware/c/npu/helia_ethosu.c)."""
+
+    streams: int
+    overflow: bool
+    counts: tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class FirmwareSample:
-    """One measured invoke: counter ticks for the invoke and per segment, and each output's bytes."""
+    """One measured invoke: counter ticks for the invoke and per segment (a `sample` record), or the NPU
+    counters per segment (an `npu_sample` record; ticks None and empty), and each output's bytes."""
 
     index: int
-    invoke_ticks: int
+    invoke_ticks: int | None
     segment_ticks: tuple[int, ...]
     outputs: tuple[bytes, ...]
+    segment_counters: tuple[SegmentCounters, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,16 +97,24 @@ def input_crc32(fills: Sequence[bytes | None], sizes: Sequence[int]) -> tuple[in
     return tuple(zlib.crc32(bytes(size) if fill is None else fill) for fill, size in zip(fills, sizes, strict=True))
 
 
+NPU_STAGES = {1: "ethosu_init", 2: "ethosu_invoke_v3"}
+
+
 def _failure(run: QemuRun, source: str) -> str:
     """Why a run that did not exit 0 failed, in the firmware's words where it left them."""
     if run.timed_out:
         return f"{source}: the firmware did not exit before the timeout; it was stopped and nothing is published"
     if run.output_overflow:
         return f"{source}: the firmware wrote more output than the host reads; it was stopped"
+    return stream_failure(run.console, run.exit_status, source)
+
+
+def stream_failure(console: str, exit_status: int | None, source: str) -> str:
+    """Why a firmware that exited with `exit_status` failed, from the records of its `console` output."""
     try:
-        stream = read_records(run.console, source, complete=False)
+        stream = read_records(console, source, complete=False)
     except FirmwareError as error:
-        return f"{source}: the firmware exited with status {run.exit_status} and a broken record stream ({error})"
+        return f"{source}: the firmware exited with status {exit_status} and a broken record stream ({error})"
     for record in stream.records:
         numbers = [value for value in record.fields if isinstance(value, int)]
         if len(numbers) != len(record.fields):
@@ -98,13 +123,16 @@ def _failure(run: QemuRun, source: str) -> str:
             exception, pc, cfsr, hfsr = numbers
             name = FAULT_NAMES.get(exception, f"exception {exception}")
             return f"{source}: the firmware faulted: {name} at pc 0x{pc:08x} (CFSR 0x{cfsr:08x}, HFSR 0x{hfsr:08x})"
+        if record.kind == "npu_error" and len(numbers) == 2:
+            stage = NPU_STAGES.get(numbers[0], f"driver call {numbers[0]}")
+            return f"{source}: the Ethos-U driver's {stage} failed with status {numbers[1]}"
         if record.kind == "refused" and len(numbers) == 2:
             return f"{source}: model_init refused operator {numbers[0]} (kernel status {numbers[1]})"
         if record.kind == "kernel_error" and len(numbers) == 3:
             invoke, operator, status = numbers
             return f"{source}: invoke {invoke}: operator {operator} failed (kernel status {status})"
-    reason = EXIT_STATUSES.get(run.exit_status or 0, "")
-    return f"{source}: the firmware exited with status {run.exit_status}" + (f" ({reason})" if reason else "")
+    reason = EXIT_STATUSES.get(exit_status or 0, "")
+    return f"{source}: the firmware exited with status {exit_status}" + (f" ({reason})" if reason else "")
 
 
 def _ints(record: Record, count: int, source: str) -> list[int]:
@@ -155,15 +183,21 @@ def _samples(records: Sequence[Record], expected: Expectation, source: str) -> l
     samples: list[FirmwareSample] = []
     position = 0
     outputs_per_sample = len(expected.output_bytes)
-    while position < len(records) and records[position].kind == "sample":
+    kind = "sample" if expected.npu_events is None else "npu_sample"
+    while position < len(records) and records[position].kind == kind:
         record = records[position]
-        index, total, *segments = _ints(record, 2 + expected.segments, source)
-        _expect(index, len(samples), "sample index", source)
-        if sum(segments) != total:
-            raise FirmwareError(
-                f"{source}: sample {index}: segment ticks {segments} add up to {sum(segments)}, "
-                f"not the invoke's {total}"
-            )
+        counters: tuple[SegmentCounters, ...] = ()
+        if expected.npu_events is None:
+            index, total, *segments = _ints(record, 2 + expected.segments, source)
+            _expect(index, len(samples), "sample index", source)
+            if sum(segments) != total:
+                raise FirmwareError(
+                    f"{source}: sample {index}: segment ticks {segments} add up to {sum(segments)}, "
+                    f"not the invoke's {total}"
+                )
+        else:
+            counters = _npu_counters(record, expected, len(samples), source)
+            index, total, segments = len(samples), None, []
         outputs: list[bytes] = []
         for k in range(outputs_per_sample):
             position += 1
@@ -179,17 +213,40 @@ def _samples(records: Sequence[Record], expected: Expectation, source: str) -> l
                     f"expected {expected.output_bytes[k]}"
                 )
             outputs.append(fields[2])
-        samples.append(FirmwareSample(index, total, tuple(segments), tuple(outputs)))
+        samples.append(FirmwareSample(index, total, tuple(segments), tuple(outputs), counters))
         position += 1
     _expect(len(samples), expected.measured_invokes, "measured samples", source)
     return samples
+
+
+def _npu_counters(record: Record, expected: Expectation, index: int, source: str) -> tuple[SegmentCounters, ...]:
+    """The per-segment counters of an `npu_sample` record: index, events, then per segment streams, overflow
+    and one count per event."""
+    events = int(expected.npu_events or 0)
+    width = 2 + events
+    found, count, *values = _ints(record, 2 + expected.segments * width, source)
+    _expect(found, index, "sample index", source)
+    _expect(count, events, "NPU event count", source)
+    counters = []
+    for segment in range(expected.segments):
+        streams, overflow, *counts = values[segment * width : (segment + 1) * width]
+        if overflow not in (0, 1) or min(counts, default=0) < 0:
+            raise FirmwareError(f"{source}: record {record.seq}: segment {segment}'s NPU counters are malformed")
+        counters.append(SegmentCounters(streams, bool(overflow), tuple(counts)))
+    return tuple(counters)
 
 
 def read_run(run: QemuRun, expected: Expectation, source: str = "qemu-m55") -> FirmwareRun:
     """The verified run (module docstring); FirmwareError, naming `source`, for anything the host cannot trust."""
     if run.timed_out or run.output_overflow or run.exit_status != 0:
         raise FirmwareError(_failure(run, source))
-    stream: RecordStream = read_records(run.console, source)
+    return read_stream(run.console, expected, source)
+
+
+def read_stream(console: str, expected: Expectation, source: str) -> FirmwareRun:
+    """The verified record stream of a firmware's `console` output that ended well (module docstring): on an
+    FVP, the UART log the caller has read for its exit code and EOT."""
+    stream: RecordStream = read_records(console, source)
     records = stream.records
     if not records or records[0].kind != "begin":
         raise FirmwareError(f"{source}: the record stream does not start with its begin record")

@@ -76,17 +76,33 @@ def _run(command: list[str], cwd: Path, what: str) -> None:
         raise FirmwareError(f"{what} failed (exit {run.returncode}):\n{tail}")
 
 
+FOREIGN_C_FLAGS = (
+    "-std=gnu11",
+    "-O2",
+    "-ffreestanding",
+    "-ffunction-sections",
+    "-fdata-sections",
+    "-fno-if-conversion2",
+)
+"""The flags of a source heliabuild did not write (the user's Ethos-U driver): no warning is an error there."""
+
+
 def compile_object(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str],
     include_dirs: Sequence[str | os.PathLike[str]] = (),
+    defines: Sequence[str] = (),
+    foreign: bool = False,
 ) -> None:
-    """Compile the C99 `source` into the object `output` for the Cortex-M55 (warnings are errors)."""
+    """Compile the C99 `source` into the object `output` for the Cortex-M55 (warnings are errors), with
+    `-D<define>` for each of `defines`; a `foreign` source (not heliabuild's) with FOREIGN_C_FLAGS."""
     source_path = Path(source).resolve()
     output_path = Path(output).resolve()
     output_path.parent.mkdir(parents=True, exist_ok=True)
     includes = [f"-I{Path(folder).resolve()}" for folder in include_dirs]
-    command = [arm_gcc(), *CPU_FLAGS, *C_FLAGS, *includes, "-c", source_path.name, "-o", str(output_path)]
+    flags = FOREIGN_C_FLAGS if foreign else C_FLAGS
+    command = [arm_gcc(), *CPU_FLAGS, *flags, *(f"-D{d}" for d in defines), *includes, "-c", source_path.name]
+    command += ["-o", str(output_path)]
     _run(command, source_path.parent, f"compiling {source_path.name}")
 
 

@@ -6,8 +6,9 @@ One concept per module:
 - command: the documented command line of one job, and the record of it without machine paths;
 - locate: finding an FVP on PATH or in `$HELIA_FVP_DIR`, and its version;
 - firmware: Arm's prebuilt runner from the `mlia-ethos-u` package (path, SHA-256, package version);
+- aot_firmware: the facts of heliabuild's own AOT firmware for the FVP (its targets, files, PMU events, figures);
 - launch: bounded, timed-out FVP subprocesses, run in parallel;
 - log: the strict UART log reader (the log, not the exit status, is the authority);
 - counters: merging the per-segment jobs of a sample into its figures;
-- backend: the runner build's and the run stage's parts.
+- heliabuild.runner.fvp (above this package): the runner build's and the run stage's parts.
 """

@@ -50,17 +50,18 @@ def fvp_arguments(config: TargetConfig, timelimit_s: int) -> list[str]:
 def job_command(
     executable: str | os.PathLike[str],
     application: str | os.PathLike[str],
-    model: str | os.PathLike[str],
+    model: str | os.PathLike[str] | None,
     arguments: list[str],
 ) -> list[str]:
-    """The argument vector of one job: `executable -a application --data model@0x90000000 arguments...`."""
-    data = f"{os.fspath(model)}@{MODEL_ADDRESS}"
-    return [os.fspath(executable), "-a", os.fspath(application), "--data", data, *arguments]
+    """The argument vector of one job: `executable -a application --data model@0x90000000 arguments...`; with
+    no `model` (heliabuild's AOT firmware holds its model), no `--data`."""
+    data = [] if model is None else ["--data", f"{os.fspath(model)}@{MODEL_ADDRESS}"]
+    return [os.fspath(executable), "-a", os.fspath(application), *data, *arguments]
 
 
-def recorded_command(config: TargetConfig, timelimit_s: int) -> list[str]:
+def recorded_command(config: TargetConfig, timelimit_s: int, *, with_model: bool = True) -> list[str]:
     """The command line as runner.json records it: the executable, application and model as placeholders."""
-    return job_command(EXECUTABLE, APPLICATION, MODEL, fvp_arguments(config, timelimit_s))
+    return job_command(EXECUTABLE, APPLICATION, MODEL if with_model else None, fvp_arguments(config, timelimit_s))
 
 
 def command_from_record(

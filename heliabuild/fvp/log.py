@@ -77,6 +77,22 @@ def _shown(line: str) -> str:
 def read_job(run: Any, npu: str, source: str) -> JobCounters:
     """The counters of the job `run` (a heliabuild.firmware.qemu.QemuRun) on an `npu` FVP; FvpError for a job
     whose log does not show a complete, successful inference (module docstring). `source` names the job."""
+    log, code = read_log(run, source)
+    if code != 0:
+        raise FvpError(f"{source}: the runner ended with application exit code {code}")
+    blocks = _METRICS.findall(log)
+    if len(blocks) != 1:
+        raise FvpError(
+            f"{source}: the UART log holds {len(blocks)} <metrics> blocks; one job runs one inference of one "
+            "command stream, so exactly one is expected"
+        )
+    return counters_of(_metrics(blocks[0], source), npu, source)
+
+
+def read_log(run: Any, source: str) -> tuple[str, int]:
+    """The UART log of `run` and the application exit code it reports, after steps 1 to 5 of the module
+    docstring but the exit code's value (heliabuild's own firmware reports why it failed in its records);
+    FvpError for a log that does not show the firmware end."""
     if run.timed_out:
         raise FvpError(f"{source}: the FVP did not finish within its wall-clock bound and was stopped")
     if run.output_overflow:
@@ -111,17 +127,9 @@ def read_job(run: Any, npu: str, source: str) -> JobCounters:
         )
     if len(codes) > 1:
         raise FvpError(f"{source}: the UART log reports {len(codes)} application exit codes; expected one")
-    if codes[0] != 0:
-        raise FvpError(f"{source}: the runner ended with application exit code {codes[0]}")
     if EOT not in log[_EXIT_CODE.search(log).end() :]:  # type: ignore[union-attr]
         raise FvpError(f"{source}: the runner reported its exit code but sent no EOT: the log is incomplete")
-    blocks = _METRICS.findall(log)
-    if len(blocks) != 1:
-        raise FvpError(
-            f"{source}: the UART log holds {len(blocks)} <metrics> blocks; one job runs one inference of one "
-            "command stream, so exactly one is expected"
-        )
-    return counters_of(_metrics(blocks[0], source), npu, source)
+    return log, codes[0]
 
 
 def _metrics(block: str, source: str) -> dict[str, int]:

@@ -129,3 +129,31 @@ def resolve_target(accelerator: str, choice: str | None = None, *, source: str =
         f"{source}: the Vela output is compiled for {accelerator}, but {platform} runs {' or '.join(runs)} only",
         hint=f"compile for {runs[0]}, or choose the target {DEFAULT_PLATFORM[npu]}",
     )
+
+
+PLATFORM_TARGETS = {
+    "corstone300_ethos_u55": "corstone-300",
+    "corstone300_ethos_u65": "corstone-300",
+    "corstone310_ethos_u55": "corstone-310",
+    "corstone320_ethos_u85": "corstone-320",
+}
+"""heliabuild's platform table name -> the FVP target that models it (heliabuild/aot/platforms.json)."""
+
+
+def platform_npu(platform: str) -> str | None:
+    """The NPU of a platform of PLATFORM_TARGETS (`corstone300_ethos_u55` -> `ethos-u55`), else None."""
+    if platform not in PLATFORM_TARGETS:
+        return None
+    return "ethos-u" + platform.rsplit("_u", 1)[1]
+
+
+def platform_target(platform: str, source: str = "fvp") -> str:
+    """The FVP target choice (`corstone-300`) of a platform of heliabuild's table; FvpError for a platform no
+    Corstone FVP models (mps3_an547 is QEMU's machine, apollo510_evb a board)."""
+    found = PLATFORM_TARGETS.get(platform)
+    if found is None:
+        raise FvpError(
+            f"{source}: platform {platform!r} has no FVP; the fvp backend runs on {', '.join(PLATFORM_TARGETS)}",
+            hint="choose one of those platforms (HELIA_AOT_PLATFORM, or platform= of HeliaPipeline)",
+        )
+    return found

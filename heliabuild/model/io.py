@@ -122,6 +122,23 @@ class Model:
         return np.asarray(buffer.data, dtype=np.uint8)
 
 
+OFFLINE_ALLOCATION = b"OfflineMemoryAllocation"
+"""Vela's metadata entry: a version, a subgraph and a count, then one arena offset per tensor (-1: none)."""
+
+
+def offline_allocation(model: Model) -> tuple[schema.MetadataT, list[int]] | None:
+    """The OfflineMemoryAllocation metadata entry of `model` and its values, or None when it has none; the
+    values are [] when the buffer is not whole int32 words (the caller says why that is wrong)."""
+    for metadata in model.root.metadata or []:
+        name = metadata.name.encode() if isinstance(metadata.name, str) else metadata.name
+        if name != OFFLINE_ALLOCATION:
+            continue
+        data = model.buffer_data(metadata.buffer)
+        values = [] if data is None or len(data) % 4 else np.frombuffer(bytes(data), dtype="<i4").tolist()
+        return metadata, values
+    return None
+
+
 class _BoundedBytes(bytearray):
     """File bytes whose slices raise instead of silently stopping at the end.
 

@@ -201,8 +201,9 @@ class Sample:
 
 def summary_csv(samples: Sequence[Sample], segment_count: int) -> str:
     """`run_summary.csv`: one indexed row per sample; an unknown figure is an empty cell. Columns: index,
-    cycles_total, latency_s, energy, cycles_segment_<k>..., then instructions_total, instructions_segment_<k>...
-    and segment_latency_s_<k>..."""
+    cycles_total, latency_s, energy, cycles_segment_<k>..., then instructions_total, instructions_segment_<k>...,
+    segment_latency_s_<k>..., and traffic_beats_total, traffic_beats_segment_<k>... (the AXI or SRAM and
+    external beats where the backend measured them: the fvp backend; empty otherwise)."""
 
     def cell(value: Any) -> str:
         return "" if value is None else repr(value) if isinstance(value, float) else str(value)
@@ -222,6 +223,8 @@ def summary_csv(samples: Sequence[Sample], segment_count: int) -> str:
             "instructions_total",
             *(f"instructions_segment_{k}" for k in range(segment_count)),
             *(f"segment_latency_s_{k}" for k in range(segment_count)),
+            "traffic_beats_total",
+            *(f"traffic_beats_segment_{k}" for k in range(segment_count)),
         ]
     )
     for sample in samples:
@@ -229,6 +232,7 @@ def summary_csv(samples: Sequence[Sample], segment_count: int) -> str:
         instructions = None if sample.instructions is None else sample.instructions["total"]
         latencies = [None] * segment_count if sample.segment_latency_s is None else list(sample.segment_latency_s)
         row = [sample.index, total, sample.latency_s, sample.energy, *per_segment(sample.cycles)]
-        row += [instructions, *per_segment(sample.instructions), *latencies]
+        beats = [None] * segment_count if sample.segment_traffic_beats is None else list(sample.segment_traffic_beats)
+        row += [instructions, *per_segment(sample.instructions), *latencies, sample.traffic_beats, *beats]
         writer.writerow([cell(v) for v in row])
     return buffer.getvalue()

@@ -110,6 +110,9 @@ def build_runner(
     firmware: FirmwareBuild | None = None,
     fvp_target: str | None = None,
     fvp_timelimit_s: int | None = None,
+    fvp_firmware: str = "prebuilt",
+    ethosu_driver_dir: PathLike | None = None,
+    firmware_library: PathLike | None = None,
 ) -> Path:
     """Write `<out_dir>/runner.json` (format 2) and the files it names; return its path.
 
@@ -119,7 +122,13 @@ def build_runner(
 
     Backend `fvp` needs `vela_model` and `segments`: Vela's output is cut into per-segment sub-models for the
     FVP named by its accelerator config and `fvp_target` (heliabuild.runner.fvp.build_fvp), `--timelimit`
-    `fvp_timelimit_s` (default 600)."""
+    `fvp_timelimit_s` (default 600). With `fvp_firmware='aot'` the firmware is heliabuild's AOT firmware of
+    Vela's model and `aot_plan`, linked with the Ethos-U driver in `ethosu_driver_dir` (default:
+    `$HELIA_ETHOSU_DRIVER_DIR`), the policy's whole lifecycle in one job (heliabuild.fvp.aot_firmware), and
+    with the firmware library `firmware_library` when the caller built it (SCons)."""
+    if backend == "fvp" and fvp_firmware not in ("prebuilt", "aot"):
+        raise RunnerError(f"fvp firmware {fvp_firmware!r} is not known; expected 'prebuilt' or 'aot'")
+    fvp_aot = backend == "fvp" and fvp_firmware == "aot"
     if backend not in BACKENDS:
         raise RunnerError(f"backend {backend!r} is not known; expected one of {', '.join(BACKENDS)}")
     aot = backend == qemu.BACKEND
@@ -170,7 +179,7 @@ def build_runner(
         _check_aot_plan(Path(aot_plan), recorded["aot_plan"], *plan_subject, platform=qemu.TARGET if aot else None)
 
     _check_bundle_size(resolved, len(cut.graph_outputs))
-    frozen = _freeze_policy(resolved, cut, aot)
+    frozen = _freeze_policy(resolved, cut, aot or fvp_aot)
     outputs.update(frozen.input_files)
 
     from heliabuild import __version__
@@ -193,8 +202,17 @@ def build_runner(
         document["files"] = {name: sha256_bytes(data) for name, data in sorted(outputs.items())}
         document["firmware"] = firmware.to_json()
     if backend == "fvp":
-        from heliabuild.runner.fvp import build_fvp
+        from heliabuild.runner.fvp import AotRequest, build_fvp
 
+        request = None
+        if fvp_aot and vela_model is not None:
+            request = AotRequest(
+                vela_model=Path(vela_model),
+                aot_plan=None if aot_plan is None else Path(aot_plan),
+                input_fills=frozen.fills(cut),
+                driver_dir=None if ethosu_driver_dir is None else os.fspath(ethosu_driver_dir),
+                library=None if firmware_library is None else Path(firmware_library),
+            )
         section, fvp_files = build_fvp(
             vela_model=recorded.get("vela_model"),
             segments_document=parse_json(outputs[SEGMENTS_FILE], str(segments), "segments.json", error=RunnerError)
@@ -205,6 +223,7 @@ def build_runner(
             fvp_target=fvp_target,
             timelimit_s=fvp_timelimit_s,
             source=str(model_path),
+            aot=request,
         )
         outputs.update(fvp_files)
         document["files"] = {name: sha256_bytes(data) for name, data in sorted(outputs.items())}

@@ -12,6 +12,16 @@
   it): one FVP job per segment, run in parallel, each log read strictly (heliabuild.fvp.log), the jobs'
   counters merged into one sample (heliabuild.fvp.counters).
 
+With `fvp_firmware='aot'` (docs/runner.md, "The AOT firmware"), `build_aot_firmware` generates the module of
+Vela's compiled model from its AOT plan (its `ethos-u` operators become Ethos-U driver calls, the arena follows
+Vela's OfflineMemoryAllocation), compiles the frozen policy in and links it with the firmware library of target
+`corstone300` and the driver named by `HELIA_ETHOSU_DRIVER_DIR` (heliabuild.firmware.driver: no driver folder,
+or one lacking what the build needs, is one error naming what is missing, before anything is compiled).
+`measure_aot` runs the ELF in one job with the full lifecycle (warmups, carry): the UART log is read as for the
+prebuilt runner (heliabuild.fvp.log.read_log), then its record stream is checked against the frozen runner
+(heliabuild.firmware.protocol.read_stream), the outputs are compared with LiteRT's reference kernels, and each
+segment's PMU counts become the sample's figures (heliabuild.fvp.aot_firmware.sample_figures).
+
 Policy: the prebuilt runner boots, allocates, runs one inference and stops; it fills the inputs itself and
 prints no output tensor. So a runner is built only for `warmup_invokes` 0 and `measured_invokes` 1, without
 `tensor_io` or `verification`; anything else is refused by name rather than measured as something else.
@@ -19,20 +29,35 @@ prints no output tensor. So a runner is built only for `warmup_invokes` 0 and `m
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from heliabuild.errors import FvpError
 from heliabuild.files import sha256_bytes
+from heliabuild.fvp.aot_firmware import ELF_FILE, EVENTS, LAYOUT_FILE, PREFIX, TARGET, check_platform, sample_figures
+from heliabuild.fvp.aot_firmware import SOURCE as AOT_SOURCE
 from heliabuild.fvp.command import DEFAULT_TIMELIMIT_S, MAX_MODEL_BYTES, MAX_TIMELIMIT_S, recorded_command
-from heliabuild.fvp.targets import resolve_target
+from heliabuild.fvp.targets import TargetConfig, resolve_target
 
 BACKEND = "fvp"
+AOT_RUNTIME = "aot"
+AOT_INITIALIZATION = "before_measurement"
 RUNTIME = "tflm"
 """The runtime an fvp run executes: TFLite Micro in Arm's prebuilt runner (an interpreter)."""
 INITIALIZATION = "interpreter_allocate_and_first_invoke"
 COUNTER_SCOPE = "npu_callbacks"
 SEGMENTS_DIR = "fvp"
+SCOPES = {
+    "cycles": COUNTER_SCOPE,
+    "instructions": None,
+    "latency_s": None,
+    "segment_latency_s": None,
+    "instruction_resolution": None,
+}
+"""What an fvp run's figures count: NPU cycles and beats in the driver's callbacks of the measured invoke."""
 
 
 def segment_file(index: int) -> str:
@@ -57,6 +82,17 @@ def _check_policy(policy: dict[str, Any], source: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class AotRequest:
+    """What the AOT firmware is built from besides the Vela model: its files, the input fills, the driver."""
+
+    vela_model: Path
+    aot_plan: Path | None
+    input_fills: list[bytes | None]
+    driver_dir: str | None
+    library: Path | None = None
+
+
 def build_fvp(
     *,
     vela_model: bytes | None,
@@ -66,9 +102,11 @@ def build_fvp(
     fvp_target: str | None = None,
     timelimit_s: int | None = None,
     source: str = "runner",
+    aot: AotRequest | None = None,
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """runner.json's `fvp` section and the files to copy (module docstring). `segment_count` is the fenced
-    model's segment count, which the Vela model's cut must equal."""
+    model's segment count, which the Vela model's cut must equal. With `aot` the firmware is heliabuild's AOT
+    firmware (heliabuild.fvp.aot_firmware), one job for the whole lifecycle."""
     from heliabuild.errors import RunnerError
     from heliabuild.fvp.firmware import prebuilt_runner
     from heliabuild.runner.segments import ETHOS_U_OPERATOR, cut_segments
@@ -83,6 +121,30 @@ def build_fvp(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TIMELIMIT_S:
         raise FvpError(f"{source}: FVP time limit {limit!r} is not a whole number of seconds in 1..{MAX_TIMELIMIT_S}")
     config = resolve_target(segments_document["vela"]["accelerator"], fvp_target, source=source)
+    if aot is not None:
+        built = build_aot_firmware(
+            vela_model=aot.vela_model,
+            plan=aot.aot_plan,
+            policy=policy,
+            input_fills=aot.input_fills,
+            config=config,
+            driver_dir=aot.driver_dir,
+            source=source,
+            library=aot.library,
+        )
+        if built.record["segments"] != segment_count:
+            raise FvpError(
+                f"{source}: the Vela model has {built.record['segments']} segments between its fences, the model "
+                f"{segment_count}"
+            )
+        section = {
+            "target": config.to_json(),
+            "firmware": built.record,
+            "timelimit_s": limit,
+            "command": recorded_command(config, limit, with_model=False),
+            "segments": [],
+        }
+        return section, {ELF_FILE: built.elf, LAYOUT_FILE: built.layout}
     _check_policy(policy, source)
     firmware = prebuilt_runner(config.target)
     try:
@@ -158,6 +220,8 @@ def measure_fvp(runner: Any, timeout_s: float | None = None) -> FvpMeasurement:
             f"{source}: fvp: missing; a runner of backend fvp records its target and jobs there",
             hint="rebuild the runner with heliabuild runner --backend fvp",
         )
+    if section["firmware"]["source"] == AOT_SOURCE:
+        raise FvpError(f"{source}: the runner's firmware is heliabuild's AOT firmware, measured by measurement()")
     _check_policy(runner.policy, source)
     for entry in section["segments"]:
         if runner.document["files"].get(entry["file"]) != entry["sha256"]:
@@ -196,6 +260,8 @@ def measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, A
     segments with Vela's estimates). No output tensor is printed by the runner, so a sample has no outputs."""
     from heliabuild.runner.measurement import Measurement
 
+    if runner.document["fvp"]["firmware"]["source"] == AOT_SOURCE:
+        return _aot_measurement(runner, timeout_s, segments)
     run = measure_fvp(runner, timeout_s)
     policy = runner.policy
     return Measurement(
@@ -207,12 +273,167 @@ def measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, A
         figures=run.figures,
         outputs=[[] for _ in run.figures],
         segments=segments,
-        scopes={
-            "cycles": COUNTER_SCOPE,
-            "instructions": None,
-            "latency_s": None,
-            "segment_latency_s": None,
-            "instruction_resolution": None,
-        },
+        scopes=dict(SCOPES),
         provider_versions={run.fvp: run.fvp_version, "mlia-ethos-u": run.firmware_version},
+    )
+
+
+def _aot_measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, Any]]) -> Any:
+    """The Measurement of one run of heliabuild's AOT firmware on the FVP (heliabuild.fvp.aot_firmware): one job,
+    the whole lifecycle, the receipt the firmware wrote; runtime `aot`, initialization before_measurement."""
+    from heliabuild import __version__
+    from heliabuild.fvp.command import command_from_record
+    from heliabuild.fvp.launch import GRACE_S
+    from heliabuild.fvp.locate import find_fvp, fvp_version
+    from heliabuild.runner.measurement import Measurement
+
+    section = runner.document["fvp"]
+    target = section["target"]
+    executable = find_fvp(target["executable"])
+    bound = float(section["timelimit_s"]) + GRACE_S
+    if timeout_s is not None:
+        bound = min(bound, max(float(timeout_s), 0.001))
+    elf = runner.folder / section["firmware"]["elf"]["file"]
+    command = command_from_record(section["command"], executable, elf, "")
+    source = f"{runner.path}: {target['executable']}"
+    run = measure_aot(runner, command, bound, source)
+    names = list(section["firmware"]["output_names"])
+    return Measurement(
+        state=run.state,
+        warmup_invokes=run.warmup_invokes,
+        measured_invokes=run.measured_invokes,
+        initialization=AOT_INITIALIZATION,
+        call_once_present=None,
+        figures=[
+            {**figures, "verification": checks} for figures, checks in zip(run.figures, run.verification, strict=True)
+        ],
+        outputs=[list(zip(names, sample, strict=True)) for sample in run.outputs],
+        segments=segments,
+        scopes=dict(SCOPES),
+        provider_versions={
+            target["executable"]: fvp_version(executable),
+            AOT_SOURCE: __version__,
+            "arm-none-eabi-gcc": section["firmware"]["toolchain"],
+        },
+    )
+
+
+def runtime_of(runner: Any) -> str:
+    """The runtime an fvp runner executes: `aot` for heliabuild's AOT firmware, `tflm` for the prebuilt runner."""
+    section = runner.document.get("fvp")
+    firmware = section.get("firmware") if isinstance(section, dict) else None
+    return AOT_RUNTIME if isinstance(firmware, dict) and firmware.get("source") == AOT_SOURCE else RUNTIME
+
+
+@dataclass(frozen=True)
+class AotFirmware:
+    """A linked AOT firmware: the ELF and layout bytes and what runner.json records of them."""
+
+    elf: bytes
+    layout: bytes
+    record: dict[str, Any]
+
+
+def build_aot_firmware(
+    *,
+    vela_model: Path,
+    plan: Path | None,
+    policy: dict[str, Any],
+    input_fills: list[bytes | None],
+    config: TargetConfig,
+    driver_dir: str | os.PathLike[str] | None,
+    source: str,
+    library: Path | None = None,
+) -> AotFirmware:
+    """Build the firmware (module docstring); FvpError or FirmwareError before anything is written. `library`
+    is the firmware library of target `corstone300` when the caller built it (SCons); by default it is built in
+    the user's cache (heliabuild.runner.qemu.default_library_dir)."""
+    from heliabuild.codegen.module import generate_module
+    from heliabuild.files import sha256_bytes
+    from heliabuild.firmware.build import build_library, check_memory_fit, link_firmware
+    from heliabuild.firmware.config import CONFIG_SOURCE, firmware_config_source
+    from heliabuild.firmware.driver import find_driver
+    from heliabuild.firmware.toolchain import toolchain_version
+    from heliabuild.runner.qemu import default_library_dir, firmware_from_files, firmware_policy
+
+    check_platform(config.target.platform, source)
+    if plan is None:
+        raise FvpError(
+            f"{source}: the AOT firmware is generated from the AOT plan of Vela's compiled model; none was given",
+            hint="heliabuild aot-plan M_vela.tflite --platform corstone300_ethos_u55, then --aot-plan",
+        )
+    driver = find_driver(driver_dir, config.target.npu, source)
+    toolchain = toolchain_version()
+    with tempfile.TemporaryDirectory(prefix="heliabuild-fvp-firmware-") as name:
+        work = Path(name)
+        module = generate_module(vela_model, plan, PREFIX, work / "module", npu=True)
+        check_memory_fit(module.layout, TARGET, source)
+        if len(input_fills) != len(module.layout.inputs):
+            raise FvpError(f"{source}: {len(input_fills)} input fills for {len(module.layout.inputs)} model inputs")
+        config_source = work / "module" / CONFIG_SOURCE
+        config_source.write_bytes(firmware_config_source(PREFIX, firmware_policy(policy), input_fills))
+        archive = library if library is not None else build_library(default_library_dir(), TARGET)
+        elf = link_firmware(
+            archive,
+            [module.source, config_source],
+            [module.source.parent],
+            work / "firmware.elf",
+            TARGET,
+            driver=driver,
+        )
+        built = firmware_from_files(vela_model, elf, module.layout_json)
+    record = {
+        "source": AOT_SOURCE,
+        "target": TARGET,
+        "elf": {"file": ELF_FILE, "sha256": sha256_bytes(built.elf)},
+        "layout": {"file": LAYOUT_FILE, "sha256": sha256_bytes(built.layout)},
+        "toolchain": toolchain,
+        "driver": driver.to_json(),
+        "npu_events": EVENTS[config.target.npu],
+        "arena_bytes": built.arena_bytes,
+        "input_bytes": list(built.input_bytes),
+        "output_bytes": list(built.output_bytes),
+        "output_names": list(built.output_names),
+        "segments": built.segments,
+    }
+    return AotFirmware(elf=built.elf, layout=built.layout, record=record)
+
+
+@dataclass(frozen=True)
+class AotMeasurement:
+    """One verified run of the AOT firmware: the receipt's counts, per sample the figures, outputs and their
+    comparison with the reference."""
+
+    state: str
+    warmup_invokes: int
+    measured_invokes: int
+    figures: list[dict[str, Any]]
+    outputs: list[list[bytes]]
+    verification: list[list[dict[str, Any]]]
+
+
+def measure_aot(runner: Any, command: list[str], bound_s: float, source: str) -> AotMeasurement:
+    """Run the job `command` (the recorded command with this machine's paths) and verify what the firmware
+    reports (module docstring). FvpError or FirmwareError for a run the host cannot trust; RunnerError when
+    an output differs from the reference by more than the policy's `verification.max_abs_diff`."""
+    from heliabuild.firmware.protocol import read_stream, stream_failure
+    from heliabuild.fvp.launch import run_job
+    from heliabuild.fvp.log import read_log
+    from heliabuild.runner.qemu import expectation_of, verify_samples
+
+    firmware = runner.document["fvp"]["firmware"]
+    vela_sha256 = runner.document["inputs"]["vela_model"]["sha256"]
+    expectation, fills = expectation_of(runner, firmware, vela_sha256, int(firmware["npu_events"]))
+    log, code = read_log(run_job(command, bound_s), source)
+    if code != 0:
+        raise FvpError(stream_failure(log, code, source))
+    run = read_stream(log, expectation, source)
+    checks = verify_samples(runner, run, expectation, fills)
+    return AotMeasurement(
+        state=run.receipt.state,
+        warmup_invokes=run.receipt.warmup_invokes,
+        measured_invokes=run.receipt.measured_invokes,
+        figures=[sample_figures(sample.segment_counters) for sample in run.samples],
+        outputs=[list(sample.outputs) for sample in run.samples],
+        verification=checks,
     )

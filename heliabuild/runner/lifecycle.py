@@ -274,9 +274,18 @@ def run_runner(
         provider_versions=provider_versions,
         created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         stage=stage,
-        runtime={qemu.BACKEND: qemu.RUNTIME, "fvp": "tflm"}.get(runner.backend, runner.backend),
+        runtime=_runtime(runner),
         scopes=scopes,
     )
+
+
+def _runtime(runner: Runner) -> str:
+    """The runtime the runner executes (the result's `runtime`)."""
+    if runner.backend == "fvp":
+        from heliabuild.runner.fvp import runtime_of
+
+        return runtime_of(runner)
+    return qemu.RUNTIME if runner.backend == qemu.BACKEND else runner.backend
 
 
 def _qemu_version() -> str | None:

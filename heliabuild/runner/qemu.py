@@ -183,15 +183,11 @@ def unfenced_model(model_path: Path) -> bytes:
     return bytes(serialize(strip_fences(load_model(model_path))))
 
 
-def measure_firmware(runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> FirmwareMeasurement:
-    """Run the runner's firmware on QEMU and verify what it reports (module docstring). FirmwareError for a
-    run the host cannot trust; RunnerError when an output differs from the reference by more than the
-    policy's `verification.max_abs_diff`."""
-    from heliabuild.firmware.protocol import Expectation, input_crc32, read_run
-    from heliabuild.firmware.qemu import run_on_qemu
-    from heliabuild.runner.verification import compare_outputs, first_excess, reference_outputs, verification_failure
+def expectation_of(runner: Any, firmware: dict[str, Any], model_sha256: str, npu_events: int | None = None) -> Any:
+    """What the frozen firmware `firmware` (runner.json's record of it) must report, and the input fills it
+    was built with: (heliabuild.firmware.protocol.Expectation, fills)."""
+    from heliabuild.firmware.protocol import Expectation, input_crc32
 
-    firmware = runner.document["firmware"]
     policy = runner.policy
     input_sizes = [int(size) for size in firmware["input_bytes"]]
     fills = _input_fills(runner, len(input_sizes))
@@ -203,15 +199,21 @@ def measure_firmware(runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> Firmw
         warmup_invokes=int(policy["warmup_invokes"]),
         measured_invokes=int(policy["measured_invokes"]),
         arena_bytes=int(firmware["arena_bytes"]),
-        model_sha256=runner.model_sha256,
+        model_sha256=model_sha256,
         input_crc32=input_crc32(fills, input_sizes),
+        npu_events=npu_events,
     )
-    run = read_run(
-        run_on_qemu(runner.folder / firmware["elf"]["file"], timeout_s=timeout_s), expectation, str(runner.path)
-    )
+    return expectation, fills
+
+
+def verify_samples(runner: Any, run: Any, expectation: Any, fills: list[bytes | None]) -> list[list[dict[str, Any]]]:
+    """Each sample's outputs of the verified `run` compared with LiteRT's reference kernels on the unfenced
+    model through the same invokes; RunnerError above the policy's `verification.max_abs_diff`."""
+    from heliabuild.runner.verification import compare_outputs, first_excess, reference_outputs, verification_failure
+
     warmups = expectation.warmup_invokes
     reference = reference_outputs(unfenced_model(runner.model_path), fills, warmups + expectation.measured_invokes)
-    bound = (policy.get("verification") or {}).get("max_abs_diff")
+    bound = (runner.policy.get("verification") or {}).get("max_abs_diff")
     checks: list[list[dict[str, Any]]] = []
     for sample in run.samples:
         sample_checks = compare_outputs(reference[warmups + sample.index], sample.outputs)
@@ -219,6 +221,22 @@ def measure_firmware(runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> Firmw
         if excess is not None:
             raise RunnerError(verification_failure(runner, sample.index, excess, bound))
         checks.append([check.to_json() for check in sample_checks])
+    return checks
+
+
+def measure_firmware(runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> FirmwareMeasurement:
+    """Run the runner's firmware on QEMU and verify what it reports (module docstring). FirmwareError for a
+    run the host cannot trust; RunnerError when an output differs from the reference by more than the
+    policy's `verification.max_abs_diff`."""
+    from heliabuild.firmware.protocol import read_run
+    from heliabuild.firmware.qemu import run_on_qemu
+
+    firmware = runner.document["firmware"]
+    expectation, fills = expectation_of(runner, firmware, runner.model_sha256)
+    run = read_run(
+        run_on_qemu(runner.folder / firmware["elf"]["file"], timeout_s=timeout_s), expectation, str(runner.path)
+    )
+    checks = verify_samples(runner, run, expectation, fills)
     return FirmwareMeasurement(
         state=run.receipt.state,
         warmup_invokes=run.receipt.warmup_invokes,

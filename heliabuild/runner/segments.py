@@ -37,15 +37,13 @@ from ai_edge_litert import schema_py_generated as schema
 from heliabuild.errors import RunnerError
 from heliabuild.fence.contract import ELEMENT_BYTES, is_fence_name, type_name
 from heliabuild.model.graph import indices, tensor_name
-from heliabuild.model.io import Model, load_model, serialize
+from heliabuild.model.io import Model, load_model, offline_allocation, serialize
 from heliabuild.model.opcodes import effective_builtin_code
 
 _OP = schema.BuiltinOperator
 _STATE_TYPES = {schema.TensorType.RESOURCE, schema.TensorType.VARIANT}
 ETHOS_U_OPERATOR = "ethos-u"
 """The custom code of Vela's NPU operator: one command stream."""
-OFFLINE_ALLOCATION = b"OfflineMemoryAllocation"
-"""Vela's metadata: int32 version, subgraph, tensor count, then one arena offset per tensor (-1: planned online)."""
 
 
 @dataclass(frozen=True)
@@ -392,12 +390,9 @@ def _renumber_offline_allocation(model: Model, kept: list[int]) -> None:
     """Rewrite Vela's OfflineMemoryAllocation metadata of `model` (a segment keeping tensors `kept` of the
     whole model's subgraph 0, in that order) so that it names the segment's tensors; RunnerError when the
     metadata does not describe the whole model's tensors."""
-    for metadata in model.root.metadata or []:
-        name = metadata.name.encode() if isinstance(metadata.name, str) else metadata.name
-        if name != OFFLINE_ALLOCATION:
-            continue
-        data = model.buffer_data(metadata.buffer)
-        values = [] if data is None or len(data) % 4 else np.frombuffer(bytes(data), dtype="<i4").tolist()
+    found = offline_allocation(model)
+    if found is not None:
+        metadata, values = found
         if len(values) < 3 or values[2] != len(values) - 3 or any(t >= values[2] for t in kept):
             raise RunnerError(
                 f"{model.name}: OfflineMemoryAllocation metadata holds {len(values)} values, not a header and one "

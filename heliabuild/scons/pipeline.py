@@ -43,7 +43,8 @@ Contract:
   cannot be in a C identifier replaced by `_`), which names the plan and
   report. `policy` (a policy file or mapping) and `backend` set
   HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
-  (default 'litert'). `vela_config` (a Vela .ini path or node, or a list;
+  (default 'litert'); `fvp_firmware` sets HELIA_FVP_FIRMWARE ('prebuilt' or
+  'aot', for backend 'fvp'). `vela_config` (a Vela .ini path or node, or a list;
   `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG.
   `unfenced_dir` is the folder of the `vela-unfenced` stage (see there). Any
   other keyword is a construction variable passed to every stage's builder
@@ -401,6 +402,7 @@ def helia_pipeline(
     backend: str | None = None,
     vela_config: object = None,
     unfenced_dir: object = None,
+    fvp_firmware: str | None = None,
     **overrides: object,
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
@@ -421,6 +423,7 @@ def helia_pipeline(
         aot.CONFIG: aot_config,
         runner.POLICY: policy,
         runner.BACKEND: backend,
+        runner.FVP_FIRMWARE: fvp_firmware,
     }
     given = {key: value for key, value in options.items() if value is not None}
     twice = sorted(set(given) & set(overrides))
@@ -451,6 +454,11 @@ def helia_pipeline(
     request = replace(
         request, backend=str(chosen_backend), unfenced_dir=None if unfenced_dir is None else env.Dir(unfenced_dir)
     )
+    if request.backend == runner.FVP_BACKEND and runner.FVP_SEGMENTS not in request.overrides:
+        # one sub-model per segment is a target of the runner stage: the count must be known now
+        segments = len(request.fences) + 1 if isinstance(request.fences, tuple) else None
+        if segments is not None or (request.budget_cycles is None and request.fences is None):
+            request = replace(request, overrides={**request.overrides, runner.FVP_SEGMENTS: segments or 1})
     built: dict[str, list[Node]] = {}
     for stage in STAGES:
         if stage.applies(request):

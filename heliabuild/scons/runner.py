@@ -14,7 +14,14 @@ Contract (docs/runner.md, "Wiring"):
 - `HELIA_POLICY`: None (the default policy), a YAML/JSON policy file (a dependency; the fixed input files
   it names are dependencies too when the file is in the source tree) or a policy mapping (its JSON text
   is a Value dependency; relative `tensor_io` files resolve against the calling SConscript's folder).
-  `HELIA_BACKEND`: 'litert' (default) or 'fvp' (refused when the stage runs: no FVP here).
+  `HELIA_BACKEND`: 'litert' (default), 'qemu-m55' or 'fvp'. For 'fvp' (docs/scons.md, "The fvp
+  backend"): the FVP target is the one that models `HELIA_AOT_PLATFORM` (corstone300_ethos_u55 ->
+  Corstone-300; a platform no FVP models is refused), `HELIA_FVP_FIRMWARE` chooses the firmware ('prebuilt',
+  the default: Arm's runner from mlia-ethos-u, one job per segment; 'aot': heliabuild's AOT firmware of Vela's
+  model and the AOT plan with the Ethos-U driver in `HELIA_ETHOSU_DRIVER_DIR`, the construction variable or
+  else the environment variable, whose files are dependencies), `HELIA_FVP_TIMELIMIT` the FVP's
+  `--timelimit` (None: 600 s), and `HELIA_FVP_SEGMENTS` the segment count when neither a fence list nor a
+  sidecar in the source tree gives it (HeliaPipeline passes it for a fence list).
 - HeliaRunner targets: `<dir>/runner.json` (give it) and the files build_runner copies beside it
   (`model.tflite`, `model.fenced_boundaries.json`, `segments.json`, `inputs/input_<i>.bin`), declared
   so that `scons -c` removes them.
@@ -48,6 +55,15 @@ from SCons.Node import Node
 
 from heliabuild.documents import read_json, read_yaml
 from heliabuild.errors import HeliaError
+from heliabuild.scons.aot import PLATFORM
+from heliabuild.scons.fvp import (
+    ETHOSU_DRIVER_DIR,
+    FVP_BACKEND,
+    FVP_FIRMWARE,
+    FVP_SEGMENTS,
+    FVP_TIMELIMIT,
+    fvp_nodes,
+)
 from heliabuild.scons.integrity import set_verifier
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, report_failure, stage_comstr, stage_failed
@@ -94,6 +110,10 @@ SOURCE_KINDS = (
 DEFAULTS: dict[str, object] = {
     POLICY: None,
     BACKEND: DEFAULT_BACKEND,
+    FVP_FIRMWARE: "prebuilt",
+    FVP_SEGMENTS: None,
+    FVP_TIMELIMIT: None,
+    ETHOSU_DRIVER_DIR: None,
     RUNNER_COMSTR: stage_comstr(RUNNER_STAGE),
     RUN_COMSTR: stage_comstr(RUN_STAGE),
 }
@@ -220,15 +240,19 @@ def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> 
     # action refuses such an input file with the policy's own message.
     present = [node for node in dependencies if node.has_builder() or os.path.isfile(node.srcnode().get_abspath())]
     request["shown"] = json.dumps(shown, sort_keys=True)
+    options: tuple[str, ...] = (BACKEND,)
     if backend == QEMU_BACKEND:
         targets += _firmware_nodes(env, runner_json, kinds, request, present)
+    if backend == FVP_BACKEND:
+        targets += fvp_nodes(env, runner_json, kinds, request)
+        options += (PLATFORM, FVP_FIRMWARE, FVP_TIMELIMIT)
     request["sources"] = {kind: _real_path(node) for kind, node in kinds.items()}
     setattr(runner_json.attributes, _REQUEST, request)
     setattr(runner_json.attributes, _EXECUTES, _executes(document))
     env.Depends(targets, env.Value(f"{RUNNER_STAGE} policy {request['shown']}"))
     if present:
         env.Depends(targets, present)
-    add_stage_dependencies(env, targets, options=(BACKEND,))
+    add_stage_dependencies(env, targets, options=options)
     return targets, list(source)
 
 
@@ -288,6 +312,9 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
     from heliabuild.runner.freeze import build_runner
 
     remove_leftovers(target)
+    folder = os.path.dirname(target[0].get_abspath())
+    # SCons made the empty `fvp/` and `inputs/` of the targets; build_runner wants a new or empty runner folder
+    _remove_target_folders([node for node in target if os.path.dirname(node.get_abspath()) != folder])
     request = getattr(target[0].attributes, _REQUEST)
     policy = request["policy_path"] if request["policy_path"] is not None else request["policy_document"]
     sources = request["sources"]
@@ -307,6 +334,11 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
             aot_plan=sources.get("aot_plan"),
             backend=env[BACKEND],
             firmware=built,
+            fvp_target=request.get("fvp", {}).get("target"),
+            fvp_timelimit_s=request.get("fvp", {}).get("timelimit_s"),
+            fvp_firmware=request.get("fvp", {}).get("firmware", "prebuilt"),
+            ethosu_driver_dir=request.get("fvp", {}).get("driver_dir"),
+            firmware_library=request.get("fvp", {}).get("library"),
         )
     except HeliaError as error:
         return stage_failed(error, target)

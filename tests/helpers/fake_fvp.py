@@ -12,6 +12,12 @@ FVP_Corstone_SSE-310_Ethos-U65, FVP_Corstone_SSE-320). It then
 2. replays documented output chosen by `FAKE_FVP_SCENARIO`: `good` (the default), `missing-metric`,
    `count-mismatch`, `timeout`, `fault`, `no-eot`, `cut`.
 
+With `FAKE_FVP_RECORDS` set, it stands in for an FVP running heliabuild's AOT firmware (firmware b): the
+application is given without `--data` (the firmware holds its model), and the UART output it replays is the
+record stream in that file (the tests capture it from the real firmware, linked with a test double of the
+Ethos-U driver, on QEMU), then `Application exit code: 0.` and EOT. Scenario `bad-checksum` replays the stream
+with one record's checksum changed.
+
 The counters are made up from the model file: NPU ACTIVE is its size in bytes, the beats fixed fractions of
 it, so a test computes what a good run must publish. `--version` prints a version line. Each call appends its
 argument vector as one JSON line to `$FAKE_FVP_LOG` when that is set.
@@ -36,16 +42,21 @@ def refuse(reason):
     sys.exit(97)
 
 
-def check(argv, name):
+def check(argv, name, with_model=True):
     board, mac_option, macs, _ = TARGETS[name]
-    if len(argv) < 4 or argv[0] != "-a" or argv[2] != "--data":
+    if len(argv) < 2 or argv[0] != "-a" or (with_model and (len(argv) < 4 or argv[2] != "--data")):
         refuse(f"expected -a <application> --data <model>@0x90000000 first, got {argv[:4]}")
     if not os.path.isfile(argv[1]):
         refuse(f"application {argv[1]} does not exist")
-    model, _, address = argv[3].rpartition("@")
-    if address != "0x90000000" or not os.path.isfile(model):
-        refuse(f"--data {argv[3]} is not an existing model at 0x90000000")
-    rest = argv[4:]
+    model = None
+    rest = argv[2:]
+    if with_model:
+        model, _, address = argv[3].rpartition("@")
+        if address != "0x90000000" or not os.path.isfile(model):
+            refuse(f"--data {argv[3]} is not an existing model at 0x90000000")
+        rest = argv[4:]
+    elif "--data" in argv:
+        refuse("heliabuild's AOT firmware holds its model: no --data expected")
     options, index = [], 0
     while index < len(rest) and rest[index] == "-C":
         options.append(rest[index + 1])
@@ -97,6 +108,23 @@ STOPPED = "Info: /OSCI/SystemC: Simulation stopped by user.\n"
 STAT = "\n--- FVP stat ---\nSimulated time          : 0.01s\nTotal wall time         : 0.1s\n"
 
 
+def replay_records(argv, name, records):
+    check(argv, name, with_model=False)
+    with open(records, encoding="ascii") as handle:
+        lines = [line for line in handle.read().splitlines() if line.startswith("@hb1 ")]
+    scenario = os.environ.get("FAKE_FVP_SCENARIO", "good")
+    if scenario == "bad-checksum":
+        line = lines[1]
+        flipped = "0" if line[-1] != "0" else "1"
+        lines[1] = line[:-1] + flipped
+    elif scenario != "good":
+        refuse(f"unknown FAKE_FVP_SCENARIO {scenario!r} for the AOT firmware")
+    out = sys.stdout
+    out.write(BANNER.replace("INFO - Ethos-U device initialised\n", ""))
+    out.write("\n".join(lines) + "\nApplication exit code: 0.\n\x04EXITTHESIM\n" + STOPPED + STAT)
+    out.flush()
+
+
 def main():
     name = os.path.basename(sys.argv[0])
     if name not in TARGETS:
@@ -107,6 +135,10 @@ def main():
             log.write(json.dumps([name, *argv]) + "\n")
     if argv == ["--version"]:
         print(f"Fast Models [11.27.19 (Oct 11 2024)]\nFake {name} version 11.27_19 (a test double)")
+        return
+    records = os.environ.get("FAKE_FVP_RECORDS")
+    if records:
+        replay_records(argv, name, records)
         return
     model = check(argv, name)
     npu = TARGETS[name][3]

@@ -4,7 +4,7 @@
  * (docs/firmware.md, "Lifecycle" and "Record stream").
  *
  *   begin   protocol segments inputs outputs state warmups measured arena xMODEL_SHA256 input_crc32...
- *   sample  index invoke_ticks segment_0_ticks ... segment_{n-1}_ticks
+ *   sample  ...                                       (measure.h: the target's counts)
  *   output  index position xBYTES                      (one per model output)
  *   receipt version state warmups measured initialization
  *   end     count
@@ -12,9 +12,8 @@
  * model_init runs once, before any invoke and outside measurement. Warmups
  * and measured invokes run model_run on the same context. Every input is
  * refilled (zeros, or the policy's bytes) before every invoke, outside the
- * measured window; the counter is read right before and right after each
- * measured model_run and at every fence, so segment counts add up to the
- * invoke's. `begin` binds the run to what the host froze: the model's SHA-256 compiled into the module, and
+ * measured window; measure.h counts each measured model_run and its
+ * segments (helia_measure_begin/fence/end) and writes its record. `begin` binds the run to what the host froze: the model's SHA-256 compiled into the module, and
  * the CRC-32 of each input's bytes as the firmware fills them. A refused init writes `refused operator status` and exits
  * HELIA_EXIT_REFUSED; a kernel error during an invoke writes
  * `kernel_error invoke operator status` and exits HELIA_EXIT_KERNEL.
@@ -22,9 +21,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "counter.h"
 #include "firmware.h"
 #include "helia_policy.h"
+#include "measure.h"
 #include "records.h"
 
 enum {
@@ -34,14 +33,10 @@ enum {
     MAX_SEGMENTS = 1024
 };
 
-static uint64_t marks[MAX_SEGMENTS + 1];
-
 static void mark_fence(void *user, uint32_t fence)
 {
     (void)user;
-    if (fence + 1u < MAX_SEGMENTS) {
-        marks[fence + 1u] = helia_counter_read();
-    }
+    helia_measure_fence(fence);
 }
 
 static void refill_inputs(const helia_model *model, const helia_policy *policy)
@@ -113,7 +108,7 @@ int main(void)
         helia_record_end();
         return HELIA_EXIT_REFUSED;
     }
-    helia_counter_start();
+    helia_measure_start();
 
     for (sample = 0; sample < policy->warmup_invokes; ++sample) {
         refill_inputs(model, policy);
@@ -123,21 +118,13 @@ int main(void)
     }
     for (sample = 0; sample < policy->measured_invokes; ++sample) {
         uint32_t segment;
-        uint64_t end;
         refill_inputs(model, policy);
-        marks[0] = helia_counter_read();
+        helia_measure_begin(segments);
         if (!invoke(model, &context, number++)) {
             return HELIA_EXIT_KERNEL;
         }
-        end = helia_counter_read();
-        marks[segments] = end;
-        helia_record_begin("sample");
-        helia_record_u32(sample);
-        helia_record_u64(end - marks[0]);
-        for (segment = 0; segment < segments; ++segment) {
-            helia_record_u64(marks[segment + 1u] - marks[segment]);
-        }
-        helia_record_end();
+        helia_measure_end();
+        helia_measure_record(sample);
         for (segment = 0; segment < model->output_count; ++segment) {
             helia_record_begin("output");
             helia_record_u32(sample);

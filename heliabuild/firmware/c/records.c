@@ -3,7 +3,7 @@
  */
 #include "records.h"
 
-#include "semihosting.h"
+#include "console.h"
 
 enum { LINE_CAPACITY = 256 };
 
@@ -27,7 +27,7 @@ static uint32_t crc32_update(uint32_t state, uint8_t byte)
 static void flush(void)
 {
     line[line_length] = '\0';
-    helia_semihost_write(line);
+    helia_console_write(line);
     line_length = 0;
 }
 

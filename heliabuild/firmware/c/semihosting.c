@@ -5,6 +5,8 @@
  */
 #include "semihosting.h"
 
+#include "console.h"
+
 enum {
     SYS_WRITE0 = 0x04,
     SYS_EXIT_EXTENDED = 0x20,
@@ -30,4 +32,14 @@ void helia_semihost_exit(uint32_t code)
     for (;;) {
         (void)semihost_call(SYS_EXIT_EXTENDED, block);
     }
+}
+
+void helia_console_write(const char *text)
+{
+    helia_semihost_write(text);
+}
+
+void helia_console_exit(uint32_t code)
+{
+    helia_semihost_exit(code);
 }

@@ -1,0 +1,172 @@
+"""The fvp backend in SCons, with real SCons, Vela and the real prebuilt runner of `mlia-ethos-u`, and a FAKE
+FVP (tests/helpers/fake_fvp.py, a test double of Arm's FVP executables, first on PATH): HeliaPipeline(...,
+backend='fvp') declares the per-segment sub-models as the runner stage's targets, runs the FVP target of its
+platform, publishes a bundle the reader verifies, rebuilds nothing the second time and, after a change, only
+what depends on it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import test_fvp_backend  # noqa: F401  (skips this module when mlia-ethos-u is missing)
+from test_scons import build_ok, heliabuild_lines, output_of, run_scons
+from test_scons_pipeline import make_project, set_options
+
+from heliabuild.api import load_result
+from heliabuild.runner.freeze import load_runner
+
+pytestmark = pytest.mark.slow
+
+POLICY = "defaults:\n  fvp:\n    acquisition: {state: single, warmup_invokes: 0, measured_invokes: 1}\n"
+STAGES = ("fence", "vela", "aot-plan", "runner", "run")
+
+
+def stage_counts(result: subprocess.CompletedProcess[str]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for line in heliabuild_lines(result):
+        words = line.split(" ")
+        if len(words) == 3 and words[1] in STAGES:
+            counts[words[1]] += 1
+    return counts
+
+
+def fvp_project(folder: Path, **options: object) -> Path:
+    project = make_project(folder, {"fences": [3, 6], "policy": "policy.yaml", "backend": "fvp", **options})
+    (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
+    return project
+
+
+def test_pipeline_on_the_fvp_of_its_platform(tmp_path: Path, fake_fvp: Path) -> None:
+    project = fvp_project(tmp_path / "project")
+    result = build_ok(project)
+    assert stage_counts(result) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1, "run": 1}, output_of(result)
+    build = project / "build"
+    runner = load_runner(build / "runner" / "kws" / "runner.json")
+    assert runner.document["fvp"]["target"]["executable"] == "FVP_Corstone_SSE-300_Ethos-U55"
+    assert sorted(p.name for p in (build / "runner" / "kws" / "fvp").iterdir()) == [
+        f"segment_{k}.tflite" for k in range(3)
+    ]
+    bundle = load_result(build / "results" / "kws")
+    (sample,) = bundle.samples
+    assert sample.cycles is not None and len(sample.cycles["segments"]) == 3
+    assert sample.segment_traffic_beats is not None and len(sample.segment_traffic_beats) == 3
+    calls = [json.loads(line) for line in fake_fvp.read_text().splitlines()]
+    assert sum(1 for call in calls if call[1:] != ["--version"]) == 3  # one job per segment
+
+    again = build_ok(project)
+    assert stage_counts(again) == {}, output_of(again)
+
+    # a policy edit that freezes the same policy reruns the runner stage only; runner.json is unchanged
+    (project / "policy.yaml").write_text("# the same policy\n" + POLICY, encoding="utf-8")
+    edited = build_ok(project)
+    assert stage_counts(edited) == {"runner": 1}, output_of(edited)
+
+    # a new time limit is a new runner (its recorded command line) and so a new run, nothing before them
+    set_options(project, fences=[3, 6], policy="policy.yaml", backend="fvp", HELIA_FVP_TIMELIMIT=300)
+    limited = build_ok(project)
+    assert stage_counts(limited) == {"runner": 1, "run": 1}, output_of(limited)
+    assert load_runner(build / "runner" / "kws" / "runner.json").document["fvp"]["timelimit_s"] == 300
+
+    cleaned = build_ok(project, "-c")
+    assert not (build / "runner" / "kws" / "fvp").exists(), output_of(cleaned)
+
+
+def test_platform_without_an_fvp_is_refused(tmp_path: Path, fake_fvp: Path) -> None:
+    project = fvp_project(tmp_path / "project", platform="apollo510_evb")
+    result = run_scons(project)
+    assert result.returncode == 2, output_of(result)
+    assert "platform 'apollo510_evb' has no FVP" in output_of(result)
+    assert "SConstruct" in output_of(result)  # the UserError names the SConscript line
+    assert not (project / "build").exists()
+
+
+def test_aot_firmware_pipeline(tmp_path: Path, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fvp_firmware='aot': the runner stage links heliabuild's AOT firmware against the Ethos-U driver named by
+    HELIA_ETHOSU_DRIVER_DIR (here a TEST DOUBLE of the driver) with the shared corstone300 library; the fake FVP
+    replays the firmware's record stream, captured by running the ELF on QEMU's mps3-an547."""
+    from conftest import require_firmware_tools
+    from helpers.qemu_uart import uart_until_eot
+    from test_fvp_firmware import DRIVER_DOUBLE
+
+    require_firmware_tools()
+    options = {"fvp_firmware": "aot", "HELIA_ETHOSU_DRIVER_DIR": str(DRIVER_DOUBLE)}
+    project = fvp_project(tmp_path / "project", **options)
+    (project / "policy.yaml").write_text(
+        "defaults:\n  fvp:\n    acquisition: {state: carry, warmup_invokes: 1, measured_invokes: 2}\n", encoding="utf-8"
+    )
+    runner_only = build_ok(project, "kws-runner")
+    assert stage_counts(runner_only) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1}, output_of(runner_only)
+    assert "heliabuild: firmware-cc build/heliabuild-firmware/corstone300/libheliafirmware.a" in output_of(runner_only)
+    folder = project / "build" / "runner" / "kws"
+    assert sorted(p.name for p in (folder / "fvp").iterdir()) == ["firmware.elf", "firmware_layout.json"]
+    records = tmp_path / "uart.txt"
+    records.write_text(uart_until_eot(folder / "fvp" / "firmware.elf"), encoding="ascii")
+    monkeypatch.setenv("FAKE_FVP_RECORDS", str(records))
+
+    result = build_ok(project)
+    assert stage_counts(result) == {"run": 1}, output_of(result)
+    bundle = load_result(project / "build" / "results" / "kws")
+    assert [s.cycles["segments"] for s in bundle.samples if s.cycles] == [[1000, 1000, 1000]] * 2
+    assert [s.segment_traffic_beats for s in bundle.samples] == [[9000, 9000, 9000]] * 2
+    assert stage_counts(build_ok(project)) == {}
+
+    # the driver's files are dependencies: another driver relinks the firmware and reruns the runner
+    driver = tmp_path / "driver"
+    shutil.copytree(DRIVER_DOUBLE, driver)
+    set_options(
+        project,
+        fences=[3, 6],
+        policy="policy.yaml",
+        backend="fvp",
+        **{**options, "HELIA_ETHOSU_DRIVER_DIR": str(driver)},
+    )
+    assert stage_counts(build_ok(project, "kws-runner")) == {}  # the same files: nothing to do
+    (driver / "src" / "ethosu_pmu.c").write_text((driver / "src" / "ethosu_pmu.c").read_text() + "\n/* edited */\n")
+    assert stage_counts(build_ok(project, "kws-runner")) == {"runner": 1}
+
+
+def test_aot_firmware_without_a_driver_is_one_clear_error(
+    tmp_path: Path, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HELIA_ETHOSU_DRIVER_DIR", raising=False)
+    project = fvp_project(tmp_path / "project", fvp_firmware="aot")
+    result = run_scons(project)
+    assert result.returncode == 2, output_of(result)
+    assert "no driver folder is named (HELIA_ETHOSU_DRIVER_DIR is not set)" in output_of(result)
+    assert "SConstruct" in output_of(result)
+    assert not (project / "build").exists()
+
+
+STANDALONE = """\
+SetOption("hash_format", "sha256")
+env = Environment(tools=["helia"], toolpath=[{site_tools!r}])
+env.Decider("content")
+sources = ["model_fenced.tflite", "model_fenced.fenced_boundaries.json", "model_fenced_vela.tflite",
+           "model_fenced_segments.json"]
+runner = env.HeliaRunner("runner/runner.json", sources, HELIA_BACKEND="fvp", HELIA_POLICY="policy.yaml")
+env.HeliaRun("results/result.json", runner[0])
+"""
+
+
+def test_standalone_helia_runner_reads_the_segment_count_from_its_sidecar(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path
+) -> None:
+    from test_fvp_backend import _compiled
+    from test_scons import SITE_TOOLS
+
+    project = tmp_path / "project"
+    project.mkdir()
+    for path in _compiled(tmp_path_factory, "ethos-u55-128").values():
+        shutil.copy(path, project / path.name)
+    (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
+    (project / "SConstruct").write_text(STANDALONE.format(site_tools=str(SITE_TOOLS)), encoding="utf-8")
+    result = build_ok(project)
+    assert stage_counts(result) == {"runner": 1, "run": 1}, output_of(result)
+    assert sorted(p.name for p in (project / "runner" / "fvp").iterdir()) == [f"segment_{k}.tflite" for k in range(3)]
+    assert len(load_result(project / "results").samples) == 1
+    assert stage_counts(build_ok(project)) == {}
