@@ -28,7 +28,6 @@ Contract:
 
 from __future__ import annotations
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
@@ -37,6 +36,7 @@ from heliabuild.errors import HeliaError
 from heliabuild.files import write_json
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaFencePlan"
@@ -111,7 +111,7 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
 def plan_builder() -> Builder:
     """A new HeliaFencePlan builder (see the module docstring for its contract)."""
     return Builder(
-        action=Action(plan_action, cmdstr=f"${COMSTR}", varlist=[BUDGET_CYCLES, MIN_COVERAGE]),
+        action=stage_action(plan_action, COMSTR, [BUDGET_CYCLES, MIN_COVERAGE]),
         emitter=plan_emitter,
         suffix=TARGET_SUFFIX,
         src_suffix=MODEL_SUFFIX,
