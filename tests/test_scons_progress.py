@@ -1,15 +1,18 @@
 """The `[k/n]` counter and `done in` line of the SCons stage lines (heliabuild.scons.progress), in a user's
 own project outside the checkout, built by real SCons: a full build, partial rebuilds, `-n`, `-s`, `-j2`
-and a build of one stage's alias."""
+and a build of one stage's alias; and the status line of heliabuild.progress, on a pseudo-terminal (the
+`pty` module) and in a log (pipes)."""
 
 from __future__ import annotations
 
+import os
+import pty
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from test_scons import build_ok, output_of
+from test_scons import build_ok, output_of, scons_command
 
 pytestmark = pytest.mark.slow
 
@@ -80,3 +83,38 @@ def test_one_stage_alias_counts_the_stages_under_it_and_j2_counts_each_stage_onc
     parallel = build_ok(folder, "-j2")
     assert sorted(k for k, _, _ in started(parallel)) == list(range(1, 7)), output_of(parallel)
     assert {n for _, n, _ in started(parallel)} == {6}
+
+
+def on_a_terminal(folder: Path, *arguments: str) -> tuple[int, str]:
+    """Run scons in `folder` with stdout and stderr on a pseudo-terminal; its exit status and all it wrote."""
+    controller, terminal = pty.openpty()
+    environment = {key: value for key, value in os.environ.items() if key != "SCONSFLAGS"}
+    process = subprocess.Popen(
+        [*scons_command(), *arguments], cwd=folder, env=environment, stdout=terminal, stderr=terminal
+    )
+    os.close(terminal)
+    written = bytearray()
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # EIO: every writer has closed the terminal
+            break
+        if not chunk:
+            break
+        written += chunk
+    os.close(controller)
+    return process.wait(timeout=120), written.decode()
+
+
+def test_a_terminal_shows_the_status_of_vela_and_of_the_invokes_and_a_log_shows_none(tmp_path: Path) -> None:
+    folder = project(tmp_path / "my-project")
+    (folder / "policy.yaml").write_text(POLICY.format(n=1000), encoding="utf-8")
+    status, written = on_a_terminal(folder)
+    assert status == 0, written
+    assert "\r\x1b[Kheliabuild: vela kws_fenced.tflite " in written, written
+    assert re.search(r"\r\x1b\[Kheliabuild: run kws: invoke \d+/1001 \d+ s", written), written
+    assert written.replace("\r\n", "\n").endswith("\n") and "Traceback" not in written
+    build_ok(folder, "-c")
+    logged = build_ok(folder)  # stdout and stderr are pipes, as in CI
+    assert "\r" not in logged.stdout + logged.stderr and "\x1b" not in logged.stdout + logged.stderr
+    assert "heliabuild: [6/6] run kws/results/kws/result.json" in logged.stdout.splitlines()

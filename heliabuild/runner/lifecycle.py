@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from heliabuild.errors import RunnerError
+from heliabuild.progress import Activity, activity
 from heliabuild.runner import qemu
 from heliabuild.runner.freeze import Runner, load_runner
 from heliabuild.runner.litert import LiteRTInstance, numpy_dtype
@@ -124,24 +125,12 @@ def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
     values = _input_values(runner, instance.input_infos())
     names = [info.name or f"output_{k}" for k, info in enumerate(instance.output_infos())]
 
-    for _ in range(warmups):
-        instance.fill_inputs(values)
-        instance.invoke()
-
-    figures: list[dict[str, Any]] = []
-    outputs: list[list[tuple[str, bytes]]] = []
-    for _ in range(measured):
-        instance.fill_inputs(values)
-        segment_seconds = instance.invoke()
-        arrays = instance.outputs()
-        figures.append(
-            {
-                "latency_s": sum(segment_seconds),
-                "segment_latency_s": segment_seconds,
-                "sanity": {"outputs_finite": all(bool(np.isfinite(a).all()) for a in arrays if a.dtype.kind == "f")},
-            }
-        )
-        outputs.append([(name, array.tobytes()) for name, array in zip(names, arrays, strict=True)])
+    with activity(f"run {runner.path.parent.name}: invoke", total=warmups + measured) as work:
+        for done in range(warmups):
+            instance.fill_inputs(values)
+            instance.invoke()
+            work.advance(done + 1)
+        figures, outputs = _measured_invokes(instance, values, names, measured, work)
     verification = runner.policy.get("verification")
     if verification is not None:
         fills = [value.tobytes() for value in values]
@@ -158,6 +147,28 @@ def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
         segments=_segments(runner),
         scopes=dict(LITERT_SCOPES),
     )
+
+
+def _measured_invokes(
+    instance: LiteRTInstance, values: list[np.ndarray], names: list[str], measured: int, work: Activity
+) -> tuple[list[dict[str, Any]], list[list[tuple[str, bytes]]]]:
+    """The measured invokes on the warmed-up instance: each sample's figures and output bytes."""
+    figures: list[dict[str, Any]] = []
+    outputs: list[list[tuple[str, bytes]]] = []
+    for _ in range(measured):
+        instance.fill_inputs(values)
+        segment_seconds = instance.invoke()
+        arrays = instance.outputs()
+        figures.append(
+            {
+                "latency_s": sum(segment_seconds),
+                "segment_latency_s": segment_seconds,
+                "sanity": {"outputs_finite": all(bool(np.isfinite(a).all()) for a in arrays if a.dtype.kind == "f")},
+            }
+        )
+        outputs.append([(name, array.tobytes()) for name, array in zip(names, arrays, strict=True)])
+        work.advance(work.done + 1)
+    return figures, outputs
 
 
 def _verify(
@@ -184,7 +195,8 @@ def _verify(
 
 def _measure_qemu(runner: Runner, timeout_s: float) -> Measurement:
     _lifecycle_counts(runner)
-    run = qemu.measure_firmware(runner, timeout_s)
+    with activity(f"run {runner.path.parent.name} on {qemu.BACKEND}"):
+        run = qemu.measure_firmware(runner, timeout_s)
     names = [f"output_{k}" for k in range(len(run.outputs[0]) if run.outputs else 0)]
     names = runner.document["firmware"].get("output_names") or names
     figures = [

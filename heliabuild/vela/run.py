@@ -34,6 +34,7 @@ from heliabuild.locks import acquire, is_held, locked
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, load_model, model_sha256
 from heliabuild.paths import check_outputs
+from heliabuild.progress import activity
 from heliabuild.schema_files import validate
 from heliabuild.vela.configs import packaged_config_folder, resolve_config
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_memory_mode, default_system_config, output_names
@@ -376,7 +377,8 @@ def _run_vela(model: Path, work: Path, options: VelaOptions) -> str:
     command = [sys.executable, "-m", "ethosu.vela", str(model.resolve()), "--output-dir", str(work.resolve())]
     command += options.arguments()
     try:
-        run = subprocess.run(command, cwd=work, capture_output=True, text=True, check=False)
+        with activity(f"vela {model.name}"):
+            run = subprocess.run(command, cwd=work, capture_output=True, text=True, check=False)
     except OSError as error:
         raise VelaError(f"{model}: cannot start Vela: {error}") from None
     output = run.stdout + run.stderr
