@@ -105,6 +105,11 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     found["segments_u55_256"] = Path(
         compile(folder / "chain_a.tflite", folder / "vela_u55_256", accelerator="ethos-u55-256").segments_json
     )
+    argv = ["runner", "--model", folder / "chain_a.tflite", "--sidecar", folder / "chain_a.fenced_boundaries.json"]
+    argv += ["--segments", found["segments_u55_256"], "-o", folder / "runner_u55_256"]
+    assert main([str(a) for a in argv]) == 0
+    found["bundle_u55_256"] = folder / "result_u55_256"
+    assert main(["run", str(folder / "runner_u55_256" / RUNNER_FILE), "-o", str(found["bundle_u55_256"])]) == 0
     return found
 
 
@@ -250,3 +255,35 @@ def test_the_library_raises_compare_error(real: dict[str, Path]) -> None:
     with pytest.raises(CompareError, match="another segment layout"):
         compare(real["bundle_a1"], real["bundle_b1"])
     assert compare(real["bundle_a1"], real["bundle_b1"], force=True).refusals
+
+
+def test_a_bundle_carries_vela_memory_and_options_which_show_and_compare_label_as_vela(
+    cli, real: dict[str, Path]
+) -> None:
+    from heliabuild.results.reader import load_result
+    from heliabuild.vela.summary import read_summary
+
+    summary = read_summary(next((real["segments_a"].parent).glob("*_summary_*.csv")))
+    vela = load_result(real["bundle_a1"]).vela
+    assert vela == {
+        "version": vela["version"],
+        "accelerator": "ethos-u55-128",
+        "system_config": summary.system_config,
+        "memory_mode": summary.memory_mode,
+        "sram_memory_used_kib": summary.sram_memory_used_kib,
+        "off_chip_flash_memory_used_kib": summary.off_chip_flash_memory_used_kib,
+    }
+    shown = cli("show", real["bundle_a1"]).out
+    assert (
+        f"  memory (Vela's allocation, not measured): SRAM used {summary.sram_memory_used_kib:.1f} KiB, "
+        f"off-chip flash used {summary.off_chip_flash_memory_used_kib:.1f} KiB\n"
+    ) in shown
+    result = cli("compare", real["bundle_a1"], real["bundle_u55_256"])
+    assert result.code == 0, result.err
+    assert "  accelerator  ethos-u55-128  ethos-u55-256" in result.out
+    assert "memory (Vela's allocation for the compiled model, KiB)\n" in result.out
+    report = json.loads(cli("compare", real["bundle_a1"], real["bundle_u55_256"], "--format", "json").out)
+    memory = {entry["name"]: entry for entry in report["memory"]}
+    assert memory["sram_memory_used_kib"]["base"] == summary.sram_memory_used_kib
+    assert memory["off_chip_flash_memory_used_kib"]["new"] is not None
+    assert not any(pair["name"] in memory for pair in report["regressions"])

@@ -97,8 +97,8 @@ def test_show_of_a_segments_json_surfaces_vela_sram_and_flash_use(cli, tmp_path:
     result = cli("show", vela.segments_json)
     assert result.code == 0, result.err
     assert (
-        f"  memory (Vela's allocation): SRAM used {summary.sram_memory_used_kib:g} KiB, "
-        f"off-chip flash used {summary.off_chip_flash_memory_used_kib:g} KiB\n"
+        f"  memory (Vela's allocation, not measured): SRAM used {summary.sram_memory_used_kib:.1f} KiB, "
+        f"off-chip flash used {summary.off_chip_flash_memory_used_kib:.1f} KiB\n"
     ) in result.out
     assert "  command streams 1 (one per segment), attribution coverage 100.00% of " in result.out
     assert "segments (Vela's estimate, not a measurement)\n" in result.out

@@ -7,7 +7,9 @@ and no toolpath, and builds two pipelines on the synthetic KWS chain: `kws` (a g
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -54,6 +56,10 @@ def test_a_user_build_prints_the_table_except_after_failure_dry_run_or_clean(tmp
     rows = table(built)
     assert len(rows) == 3 and rows[2].startswith("kws ") and rows[2].endswith("kws/results/kws"), output_of(built)
     assert " us host " in rows[2]
+    vela = json.loads((project / "kws" / "kws_fenced_segments.json").read_text(encoding="utf-8"))["vela"]
+    cells = dict(zip(re.split(r"\s{2,}", rows[0]), re.split(r"\s{2,}", rows[2]), strict=True))
+    assert cells["Vela SRAM"] == f"{vela['sram_memory_used_kib']:.1f} KiB", rows  # Vela's figure, labelled so
+    assert cells["Vela flash"] == f"{vela['off_chip_flash_memory_used_kib']:.1f} KiB", rows
     again = build_ok(project, "kws")
     assert table(again) == [*rows[:2], again.stdout.splitlines()[-1]] and "Traceback" not in output_of(again)
     assert table(build_ok(project, "kws-vela")) == []  # no run stage in this build

@@ -52,9 +52,11 @@ def _figure_text(figure: Figure | None, part: str) -> str:
 
 
 def show_result(result: Result) -> str:
-    """The readable tables of `result`: its identity; per segment, Vela's estimate and (in columns of their
-    own) the median of each measured per-segment figure; every measured figure's median, mean, min, max and
-    spread, flagged `!` when the spread exceeds SPREAD_LIMIT of the median; and every sample, labelled."""
+    """The readable tables of `result`: its identity; Vela's options and memory allocation (Vela's figures,
+    from the runner's segments.json; absent from a bundle of a runner without one); per segment, Vela's
+    estimate and (in columns of their own) the median of each measured per-segment figure; every measured
+    figure's median, mean, min, max and spread, flagged `!` when the spread exceeds SPREAD_LIMIT of the
+    median; and every sample, labelled."""
     document = result.document
     identity = document["run_identity"]
     lines = [
@@ -68,6 +70,8 @@ def show_result(result: Result) -> str:
             f"  acquisition {receipt.state}: {receipt.warmup_invokes} warmup, {receipt.measured_invokes} measured, "
             f"initialization {receipt.initialization}, call_once_present {_text(receipt.call_once_present)}"
         )
+    if result.vela is not None:
+        lines.extend(vela_lines(result.vela))
     figures = measured_figures(result)
     per_segment: dict[str, dict[int, Figure]] = {}
     for figure in figures:
@@ -129,6 +133,21 @@ def show_result(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
+def kib_text(value: float | None) -> str:
+    """A memory figure in KiB as shown: `12.5 KiB`, `-` where it is not known."""
+    return "-" if value is None else f"{value:.1f} KiB"
+
+
+def vela_lines(vela: dict[str, Any]) -> list[str]:
+    """The two lines that show Vela's options and its memory allocation (Vela's figures, not measured)."""
+    return [
+        f"  vela {vela['version']}: accelerator {vela['accelerator']}, system config {vela['system_config']}, "
+        f"memory mode {vela['memory_mode']}",
+        f"  memory (Vela's allocation, not measured): SRAM used {kib_text(vela.get('sram_memory_used_kib'))}, "
+        f"off-chip flash used {kib_text(vela.get('off_chip_flash_memory_used_kib'))}",
+    ]
+
+
 _SEGMENT_FIGURES = (
     "op_cycles",
     "npu_cycles",
@@ -153,17 +172,10 @@ def show_segments(path: str | os.PathLike[str]) -> str:
     coverage = document["coverage"]
     source = document["source_sha256"]
 
-    def kib(name: str) -> str:
-        value = vela.get(name)
-        return "-" if value is None else f"{value:g} KiB"
-
     lines = [
         f"segments {path}",
         f"  model {document['model']} {document['model_sha256'][:12]}, source {'-' if source is None else source[:12]}",
-        f"  vela {vela['version']}: accelerator {vela['accelerator']}, system config {vela['system_config']}, "
-        f"memory mode {vela['memory_mode']}",
-        f"  memory (Vela's allocation): SRAM used {kib('sram_memory_used_kib')}, "
-        f"off-chip flash used {kib('off_chip_flash_memory_used_kib')}",
+        *vela_lines(vela),
         f"  command streams {streams['count']} ({'' if streams['matches_segments'] else 'not '}one per segment), "
         f"attribution coverage {coverage['fraction']:.2%} of {coverage['row_count']} rows",
         "",

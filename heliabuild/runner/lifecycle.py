@@ -19,7 +19,8 @@ Backends (docs/runner.md, "Backends"):
 
 `carry` keeps the one instance across warmups and samples; `single` is one invoke on the initialized
 instance without warmup. Filling inputs is not resetting state: resource variables persist. Vela's
-estimate is never a sample figure: it is `segments[].estimated_cycles`.
+estimate is never a sample figure: it is `segments[].estimated_cycles`, and Vela's memory allocation (SRAM,
+off-chip flash) and options are result.json's `vela`, read from the runner's segments.json.
 """
 
 from __future__ import annotations
@@ -288,7 +289,22 @@ def run_runner(
         stage=stage,
         runtime={qemu.BACKEND: qemu.RUNTIME, "fvp": "tflm"}.get(runner.backend, runner.backend),
         scopes=scopes,
+        vela=_vela_record(runner),
     )
+
+
+VELA_RECORD = ("version", "accelerator", "system_config", "memory_mode")
+VELA_MEMORY = ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")
+
+
+def _vela_record(runner: Runner) -> dict[str, Any] | None:
+    """result.json's `vela`: Vela's options and memory allocation from the runner's segments.json (Vela's
+    compile-time figures, None each where that segments.json does not record them), or None without one."""
+    document = runner.segments_document()
+    if document is None:
+        return None
+    vela = document["vela"]
+    return {**{name: vela[name] for name in VELA_RECORD}, **{name: vela.get(name) for name in VELA_MEMORY}}
 
 
 def _qemu_version() -> str | None:
