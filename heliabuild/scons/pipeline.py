@@ -35,7 +35,10 @@ Contract:
   keeps the environment's value (by default 'ethos-u55-128', Vela's
   defaults and 1.0). `platform` and `aot_config` set HELIA_AOT_PLATFORM
   (default 'corstone300_ethos_u55': Vela's output holds `ethos-u`
-  operators, which need a platform with an NPU) and HELIA_AOT_CONFIG (a
+  operators, which need a platform with an NPU; when neither the call nor
+  the environment names a platform and that one's NPU does not run the
+  pipeline's accelerator, the first platform of the table whose NPU does,
+  e.g. 'corstone300_ethos_u65' for 'ethos-u65-256') and HELIA_AOT_CONFIG (a
   YAML/JSON file or a configuration mapping) the same way; `prefix` is the
   module prefix (default: the pipeline name with every character that
   cannot be in a C identifier replaced by `_`), which names the plan and
@@ -333,6 +336,17 @@ def _request(
     )
 
 
+def _platform_running(accelerator: str) -> str | None:
+    """The default platform when its NPU runs `accelerator`, else the first platform of the table (by name)
+    whose NPU does; None when none does (the AOT stage then names the mismatch)."""
+    from heliabuild.aot.platforms import load_platforms
+
+    platforms = load_platforms()
+    if platforms[aot.DEFAULT_PLATFORM].runs_accelerator(accelerator):
+        return aot.DEFAULT_PLATFORM
+    return next((name for name, found in sorted(platforms.items()) if found.runs_accelerator(accelerator)), None)
+
+
 def _check_keywords(name: str, overrides: Mapping[str, object]) -> None:
     """Refuse a keyword that is neither a HeliaPipeline argument nor a construction variable (upper case),
     such as `config=`, with the closest arguments as a did-you-mean."""
@@ -418,6 +432,11 @@ def helia_pipeline(
             )
         given[aot.PLATFORM] = QEMU_PLATFORM
         given[firmware.PREFIX] = module_prefix
+    elif aot.PLATFORM not in given and aot.PLATFORM not in overrides and env.get(aot.PLATFORM) == aot.DEFAULT_PLATFORM:
+        accelerator_name = given.get(vela.ACCELERATOR, overrides.get(vela.ACCELERATOR, env.get(vela.ACCELERATOR)))
+        matching = _platform_running(str(accelerator_name))
+        if matching is not None:
+            given[aot.PLATFORM] = matching
     request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
     request = replace(request, backend=str(chosen_backend))
     built: dict[str, list[Node]] = {}
