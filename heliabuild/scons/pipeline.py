@@ -336,17 +336,6 @@ def _request(
     )
 
 
-def _platform_running(accelerator: str) -> str | None:
-    """The default platform when its NPU runs `accelerator`, else the first platform of the table (by name)
-    whose NPU does; None when none does (the AOT stage then names the mismatch)."""
-    from heliabuild.aot.platforms import load_platforms
-
-    platforms = load_platforms()
-    if platforms[aot.DEFAULT_PLATFORM].runs_accelerator(accelerator):
-        return aot.DEFAULT_PLATFORM
-    return next((name for name, found in sorted(platforms.items()) if found.runs_accelerator(accelerator)), None)
-
-
 def _check_keywords(name: str, overrides: Mapping[str, object]) -> None:
     """Refuse a keyword that is neither a HeliaPipeline argument nor a construction variable (upper case),
     such as `config=`, with the closest arguments as a did-you-mean."""
@@ -433,10 +422,10 @@ def helia_pipeline(
         given[aot.PLATFORM] = QEMU_PLATFORM
         given[firmware.PREFIX] = module_prefix
     elif aot.PLATFORM not in given and aot.PLATFORM not in overrides and env.get(aot.PLATFORM) == aot.DEFAULT_PLATFORM:
+        from heliabuild.aot.platforms import default_platform
+
         accelerator_name = given.get(vela.ACCELERATOR, overrides.get(vela.ACCELERATOR, env.get(vela.ACCELERATOR)))
-        matching = _platform_running(str(accelerator_name))
-        if matching is not None:
-            given[aot.PLATFORM] = matching
+        given[aot.PLATFORM] = default_platform(None if accelerator_name is None else str(accelerator_name))
     request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
     request = replace(request, backend=str(chosen_backend))
     built: dict[str, list[Node]] = {}
