@@ -34,6 +34,7 @@ from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
 from heliabuild.files import write_json
+from heliabuild.progress import clear_status
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
 from heliabuild.scons.progress import stage_action
@@ -104,6 +105,7 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
     except HeliaError as error:
         return stage_failed(error, target)
     fences = len(plan.fences)
+    clear_status()
     print(f"{STAGE_PREFIX}{node_path(target[0])}: {fences} fences, {fences + 1} segments", flush=True)
     return 0
 
