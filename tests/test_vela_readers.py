@@ -182,3 +182,18 @@ def test_real_vela_csvs_parse(tmp_path: Path, accelerator: str) -> None:
     if accelerator.startswith("ethos-u85"):
         # Ethos-U85 copies a command stream's input before a 1x1 convolution that reads it
         assert [row.name for row in rows if row.nng_operator == "MemoryCopy"] == ["input_buffer_"] * 2
+
+
+def test_a_model_vela_places_wholly_on_the_cpu_compiles_and_its_rate_is_not_known(tmp_path: Path) -> None:
+    """A float DIV model: Vela leaves it on the CPU and writes `nan` inferences per second (1 / no NPU time).
+    heliabuild reads it as None (not known), compiles the model, and still refuses `nan` in any other column."""
+    from heliabuild.model import save_model
+    from heliabuild.synth import synthesize
+
+    save_model(synthesize("div_f32"), tmp_path / "div.tflite")
+    result = compile(tmp_path / "div.tflite", tmp_path / "vela")
+    summary = read_summary(result.summary_csv)
+    assert summary.fields["inferences_per_second"] == "nan" and summary.inferences_per_second is None
+    assert summary.cycles_npu == 0 and summary.to_json()["inferences_per_second"] is None
+    broken = Path(result.summary_csv).read_text(encoding="utf-8").replace(",0.0,", ",nan,", 1)
+    raises(write(tmp_path, "m_summary_X.csv", broken), read_summary, "not a finite number")
