@@ -409,8 +409,14 @@ def _report(
         compiled = load_model(produced["model"])
     except HeliaError as error:
         raise VelaError(f"{model}: Vela wrote a model heliabuild cannot read: {error.message}") from None
-    rows = read_per_layer(produced["per_layer"])
-    summary = read_summary(produced["summary"])
+    try:
+        rows = read_per_layer(produced["per_layer"])
+        summary = read_summary(produced["summary"])
+    except VelaError as error:  # named by the output it would have become, not the vanished work folder
+        raise VelaError(
+            f"{model}: Vela wrote a CSV heliabuild cannot read: {_without_work_folder(error.message, produced)}",
+            error.hint,
+        ) from None
     segments, coverage, attributions = estimate_segments(loaded, rows)
     after_ops, _ = fence_after_ops(loaded)
     return SegmentsReport(
@@ -430,6 +436,13 @@ def _report(
         sram_memory_used_kib=summary.sram_memory_used_kib,
         off_chip_flash_memory_used_kib=summary.off_chip_flash_memory_used_kib,
     )
+
+
+def _without_work_folder(message: str, produced: dict[str, Path]) -> str:
+    """`message` with each work-folder path of `produced` shortened to its file name."""
+    for path in produced.values():
+        message = message.replace(str(path), path.name)
+    return message
 
 
 def _warnings(output: str, report: SegmentsReport, fence_outputs: frozenset[str]) -> tuple[str, ...]:
