@@ -128,15 +128,15 @@ class VelaOptions:
         files = self.config or _default_config()
         sections = {section for path in files for section in _ini_sections(path)}
         for option, kind, name in (
-            ("--system-config", "System_Config", self.system_config),
-            ("--memory-mode", "Memory_Mode", self.memory_mode),
+            ("system config", "System_Config", self.system_config),
+            ("memory mode", "Memory_Mode", self.memory_mode),
         ):
             if name is not None and files and f"{kind}.{name}" not in sections:
                 known = sorted(s.partition(".")[2] for s in sections if s.startswith(f"{kind}."))
                 nearest = [k for k in known if k.lower().startswith(name.lower())]
                 nearest = nearest or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
                 raise VelaError(
-                    f"{', '.join(files)}: no [{kind}.{name}] section for {option} {name}; "
+                    f"{', '.join(files)}: no [{kind}.{name}] section for the {option} {name!r}; "
                     f"the file defines {', '.join(known) or f'no {kind} section'}"
                     + (f"; did you mean {nearest[0]!r}?" if nearest else "")
                 )
