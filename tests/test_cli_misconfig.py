@@ -123,7 +123,8 @@ def test_vela_accepts_its_packaged_config_by_the_name_its_help_gives(cli, model:
     [
         (
             ["--config", "Arm/vela.ini", "--system-config", "Ethos_U55_High_End", "--memory-mode", "Shared_Sram"],
-            "no [System_Config.Ethos_U55_High_End] section for the system config 'Ethos_U55_High_End'; the file defines "
+            "no [System_Config.Ethos_U55_High_End] section for the system config 'Ethos_U55_High_End'; "
+            "the file defines "
             "Ethos_U55_Deep_Embedded, Ethos_U55_High_End_Embedded, Ethos_U65_Client_Server, Ethos_U65_Embedded, "
             "Ethos_U65_High_End, Ethos_U65_Mid_End, Ethos_U85_SYS_DRAM_High, Ethos_U85_SYS_DRAM_Low, "
             "Ethos_U85_SYS_DRAM_Mid, Ethos_U85_SYS_Flash_High, Ethos_U85_SYS_Flash_Low; "

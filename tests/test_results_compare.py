@@ -238,9 +238,12 @@ def test_two_segments_json_compare_vela_options_and_estimates(cli, real: dict[st
 
 def test_two_kinds_or_a_bad_input_exit_2(cli, real: dict[str, Path], tmp_path: Path) -> None:
     assert_one_line_error(
-        cli("compare", real["bundle_a1"], real["segments_a"]), "is a bundle", "a segments; compare two of one kind"
+        cli("compare", real["bundle_a1"], real["segments_a"]),
+        f"{real['bundle_a1']} is a result bundle and {real['segments_a']} a Vela segments.json; "
+        "compare two of one kind",
     )
-    assert_one_line_error(cli("compare", real["bundle_a1"], tmp_path / "missing"), "missing")
+    missing = cli("compare", real["bundle_a1"], tmp_path / "missing")
+    assert_one_line_error(missing, "missing", "e.g. results/kws.previous results/kws")  # the name a rebuild keeps
     assert_one_line_error(cli("compare", real["bundle_a1"], real["bundle_a2"], "--max-regression", "x"), "percent")
     tampered = tmp_path / "tampered"
     for path in real["bundle_a2"].rglob("*"):

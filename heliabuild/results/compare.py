@@ -48,6 +48,7 @@ from heliabuild.results.figures import Figure, measured_figures
 FORMATS = ("text", "md", "json")
 BUNDLE = "bundle"
 SEGMENTS = "segments"
+_KIND_NAMES = {BUNDLE: "a result bundle", SEGMENTS: "a Vela segments.json"}
 MEMORY_FIGURES = ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")
 """Vela's memory use of the compiled model, as a segments.json records it (absent from an older one)."""
 _VELA_OPTIONS = (
@@ -226,7 +227,7 @@ def read_side(path: str | os.PathLike[str]) -> Side:
         return _segments_side(given)
     raise CompareError(
         f"{given}: not a result bundle (a folder or its result.json) nor a Vela segments.json",
-        hint="compare two bundles, e.g. results/kws/previous results/kws, or two <stem>_segments.json",
+        hint="compare two bundles, e.g. results/kws.previous results/kws, or two <stem>_segments.json",
     )
 
 
@@ -274,7 +275,7 @@ def compare(
     base, new = read_side(base_path), read_side(new_path)
     if base.kind != new.kind:
         raise CompareError(
-            f"{base.path} is a {base.kind} and {new.path} a {new.kind}; compare two of one kind",
+            f"{base.path} is {_KIND_NAMES[base.kind]} and {new.path} {_KIND_NAMES[new.kind]}; compare two of one kind",
         )
     refusals = _refusals(base, new)
     if refusals and not force:
