@@ -116,6 +116,20 @@ def test_sconscript_mistakes_name_the_users_line_only(tmp_path: Path) -> None:
     assert "heliabuild/scons" not in result.stderr and heliabuild_lines(result) == []
 
 
+def test_a_misspelt_helia_variable_is_refused_and_the_user_s_own_variables_pass(tmp_path: Path) -> None:
+    """`HELIA_VELA_OPTIMIZE="Size"` (heliabuild's is HELIA_VELA_OPTIMISE) would be read by no stage: it is
+    refused before anything is built, naming the user's line; an upper-case variable of the user's own is not."""
+    project = user_project(tmp_path / "my-project", more=", HELIA_VELA_OPTIMIZE='Size'")
+    result = run_scons(project, "-n")
+    assert result.returncode == 2, output_of(result)
+    assert "unknown construction variable HELIA_VELA_OPTIMIZE='Size'; did you mean HELIA_VELA_OPTIMISE?" in (
+        result.stderr
+    ), result.stderr
+    assert f"(called at {project / 'SConstruct'}:6)" in result.stderr and heliabuild_lines(result) == []
+    own = user_project(tmp_path / "own", more=", MY_FLAG='x', HELIA_VELA_OPTIMISE='Size'")
+    assert run_scons(own, "-n", "bad-vela").returncode == 0
+
+
 def test_vela_config_takes_velas_packaged_file_by_vela_s_name(tmp_path: Path) -> None:
     from heliabuild.vela.configs import resolve_config
 

@@ -338,8 +338,19 @@ def _request(
 
 def _check_keywords(name: str, overrides: Mapping[str, object]) -> None:
     """Refuse a keyword that is neither a HeliaPipeline argument nor a construction variable (upper case),
-    such as `config=`, with the closest arguments as a did-you-mean."""
+    such as `config=`, and a `HELIA_` variable heliabuild does not know (`HELIA_VELA_OPTIMIZE=`, which no
+    stage would read), each with the closest names as a did-you-mean. Other upper-case variables are the
+    user's own and pass through."""
     for keyword in sorted(overrides):
+        if keyword.startswith(VARIABLE_PREFIX) and keyword not in _helia_variables():
+            close = difflib.get_close_matches(keyword, _helia_variables(), n=2, cutoff=0.85)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise configuration_error(
+                METHOD_NAME,
+                name,
+                f"unknown construction variable {keyword}={overrides[keyword]!r}{hint} (no heliabuild stage reads "
+                "it; docs/scons.md lists the HELIA_ variables)",
+            )
         if keyword != keyword.upper():
             close = difflib.get_close_matches(keyword, _keywords(), n=3)
             hint = f"; did you mean {' or '.join(f'{match}=' for match in close)}?" if close else ""
@@ -349,6 +360,25 @@ def _check_keywords(name: str, overrides: Mapping[str, object]) -> None:
                 f"unknown keyword {keyword}={overrides[keyword]!r}{hint} "
                 f"(the keywords are {', '.join(_keywords())}; a construction variable is upper case)",
             )
+
+
+VARIABLE_PREFIX = "HELIA_"
+
+
+@cache
+def _helia_variables() -> tuple[str, ...]:
+    """Every construction variable a heliabuild stage reads: the HELIA_ names its builder modules define."""
+    modules = (aot, fence, firmware, plan, runner, vela)
+    return tuple(
+        sorted(
+            {
+                value
+                for module in modules
+                for constant, value in vars(module).items()
+                if constant.isupper() and isinstance(value, str) and value.startswith(VARIABLE_PREFIX)
+            }
+        )
+    )
 
 
 @cache
