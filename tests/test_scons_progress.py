@@ -113,6 +113,7 @@ def test_a_terminal_shows_the_status_of_vela_and_of_the_invokes_and_a_log_shows_
     assert status == 0, written
     assert "\r\x1b[Kheliabuild: vela kws_fenced.tflite " in written, written
     assert re.search(r"\r\x1b\[Kheliabuild: run kws: invoke \d+/1001 \d+ s", written), written
+    assert "\r\x1b[Kheliabuild: run kws: writing the bundle of 1000 samples " in written, written
     assert written.replace("\r\n", "\n").endswith("\n") and "Traceback" not in written
     # every ordinary line starts at the left margin: after a line end, or after the status line was erased
     for line in ("heliabuild: warning: vela ", "heliabuild: [4/6] aot-plan", "heliabuild: [6/6] run kws/"):

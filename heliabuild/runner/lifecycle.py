@@ -271,26 +271,27 @@ def run_runner(
         provider_versions["arm-none-eabi-gcc"] = firmware.get("toolchain")
         provider_versions["qemu-system-arm"] = _qemu_version()
     provider_versions.update(extra_versions)
-    return write_bundle(
-        result_dir,
-        runner_info={"sha256": runner.sha256, "format": runner.document["format"]},
-        run_identity={
-            "runner_sha256": runner.sha256,
-            "model_sha256": runner.model_sha256,
-            "backend": runner.backend,
-            "policy": runner.policy,
-        },
-        receipt=receipt,
-        samples=samples,
-        output_bytes=output_bytes,
-        segments=segments,
-        provider_versions=provider_versions,
-        created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        stage=stage,
-        runtime={qemu.BACKEND: qemu.RUNTIME, "fvp": "tflm"}.get(runner.backend, runner.backend),
-        scopes=scopes,
-        vela=_vela_record(runner),
-    )
+    with activity(f"run {runner.path.parent.name}: writing the bundle of {len(samples)} samples"):
+        return write_bundle(
+            result_dir,
+            runner_info={"sha256": runner.sha256, "format": runner.document["format"]},
+            run_identity={
+                "runner_sha256": runner.sha256,
+                "model_sha256": runner.model_sha256,
+                "backend": runner.backend,
+                "policy": runner.policy,
+            },
+            receipt=receipt,
+            samples=samples,
+            output_bytes=output_bytes,
+            segments=segments,
+            provider_versions=provider_versions,
+            created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            stage=stage,
+            runtime={qemu.BACKEND: qemu.RUNTIME, "fvp": "tflm"}.get(runner.backend, runner.backend),
+            scopes=scopes,
+            vela=_vela_record(runner),
+        )
 
 
 VELA_RECORD = ("version", "accelerator", "system_config", "memory_mode")
