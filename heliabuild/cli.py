@@ -199,6 +199,21 @@ def _default_prefix(model: Path) -> str:
     return prefix_of(model.stem.removesuffix("_vela").removesuffix("_fenced"))
 
 
+def _default_platform(model: Path) -> str:
+    """`aot-plan`'s platform when none is given, as SCons chooses it: for Vela's output, the platform whose
+    NPU runs the accelerator Vela compiled it for (heliabuild.aot.platforms.default_platform)."""
+    from heliabuild.aot.platforms import default_platform
+    from heliabuild.model.io import load_model
+    from heliabuild.model.opcodes import operator_type
+    from heliabuild.vela.streams import NPU_OPERATOR, stream_accelerator
+
+    loaded = load_model(model)
+    codes = loaded.operator_codes
+    operators = loaded.subgraphs[0].operators or []
+    streams = [op for op in operators if operator_type(codes[op.opcodeIndex]) == NPU_OPERATOR]
+    return default_platform(next((stream_accelerator(loaded, op) for op in streams), None))
+
+
 def _command_aot_plan(args: argparse.Namespace) -> int:
     from heliabuild.aot.platforms import platforms_table
 
@@ -219,7 +234,7 @@ def _command_aot_plan(args: argparse.Namespace) -> int:
     if args.prefix is None:
         args.prefix = _default_prefix(args.model)
     if args.platform is None:
-        args.platform = AOT_DEFAULT_PLATFORM
+        args.platform = _default_platform(args.model)
 
     from heliabuild.aot.config import AotConfig, load_config
     from heliabuild.aot.stage import output_names, write_plan
@@ -375,7 +390,7 @@ def _percent(text: str) -> float:
 VELA_DEFAULT_ACCELERATOR = "ethos-u55-128"
 VELA_OPTIMISE_CHOICES = ("Size", "Performance")
 # heliabuild.scons.aot.DEFAULT_PLATFORM, spelled out for the same reason (tests check they agree).
-AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"
+AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"  # heliabuild.aot.platforms.DEFAULT_PLATFORM
 
 
 def _add_vela_options(parser: argparse.ArgumentParser) -> None:
@@ -485,7 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     aot.add_argument(
         "--platform",
         metavar="NAME",
-        help=f"the target (see --list-platforms; default: as SCons, {AOT_DEFAULT_PLATFORM})",
+        help=f"the target (see --list-platforms; default: as SCons, {AOT_DEFAULT_PLATFORM}, or for Vela's output "
+        "compiled for another NPU the first platform whose NPU runs it)",
     )
     aot.add_argument("--config", type=Path, metavar="FILE", help="a YAML or JSON configuration (docs/aot-plan.md)")
     aot.add_argument(

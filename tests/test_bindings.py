@@ -239,3 +239,25 @@ def test_two_compiles_at_once_into_one_folder_both_succeed_and_a_stale_work_fold
     assert not stale.exists()
     assert all(folder.is_dir() for folder in not_ours)
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [".kws.vela-Other.Name", live.name]
+
+
+def test_a_stateful_model_s_csv_binds_though_vela_writes_its_initialization_subgraph_s_rows(
+    kws: dict[str, Path], tmp_path: Path
+) -> None:
+    """The synthetic counter (CALL_ONCE, VAR_HANDLE, ASSIGN_VARIABLE; float, so its main subgraph stays on the
+    CPU): Vela's per-layer CSV holds the rows of the `init` subgraph, one of them named `placeholder-for-...`.
+    Both belong to the model; the CSV of another model is still refused."""
+    from heliabuild.aot.stage import write_plan
+    from heliabuild.synth import synthesize
+
+    save_model(synthesize("counter"), tmp_path / "counter.tflite")
+    compiled = vela_compile(tmp_path / "counter.tflite", tmp_path / "vela")
+    rows = read_per_layer(compiled.per_layer_csv)
+    assert {row.name for row in rows} >= {"init/counter_handle"}
+    assert any(row.name.startswith("placeholder-for-") for row in rows)
+    model = load_model(tmp_path / "counter.tflite")
+    assert per_layer_mismatch(model, rows) is None
+    assert per_layer_mismatch(load_model(compiled.model), rows) is None
+    write_plan(compiled.model, tmp_path / "plan", "ctr", "corstone300_ethos_u55", None, compiled.per_layer_csv)
+    other = per_layer_mismatch(model, read_per_layer(kws["per_layer"]))  # its fences' CPU rows name nothing here
+    assert other is not None and "names no operator output of the model" in other

@@ -3,6 +3,7 @@ as SCons does, and shell completion through argcomplete."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -63,3 +64,21 @@ def test_shell_completion(tmp_path: Path, line: str, expected: list[str]) -> Non
     done = subprocess.run([script], env=environment, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert [word.strip() for word in answer.read_text(encoding="utf-8").splitlines()] == expected
+
+
+def test_aot_plan_of_vela_output_for_another_npu_defaults_to_a_platform_that_runs_it(cli, tmp_path: Path) -> None:
+    """As SCons chooses it: an Ethos-U85 (or U65) compilation without --platform is planned for the first
+    platform whose NPU runs it, not refused against the Ethos-U55 default; a platform named is kept."""
+    save_model(chain_network(0), tmp_path / "kws_fenced.tflite")
+    for accelerator, platform in (
+        ("ethos-u85-256", "corstone320_ethos_u85"),
+        ("ethos-u65-256", "corstone300_ethos_u65"),
+    ):
+        vela = compile(tmp_path / "kws_fenced.tflite", tmp_path / accelerator, accelerator=accelerator)
+        result = cli("aot-plan", vela.model, "-o", tmp_path / f"out-{accelerator}")
+        assert result.code == 0, result.err
+        plan = json.loads((tmp_path / f"out-{accelerator}" / "kws_plan.json").read_text(encoding="utf-8"))
+        assert plan["platform"]["name"] == platform
+    named = cli("aot-plan", vela.model, "--platform", AOT_DEFAULT_PLATFORM, "-o", tmp_path / "named")
+    assert named.code == 2 and "Vela compiled it for ethos-u65-256, but the NPU of corstone300_ethos_u55" in named.err
+    assert not (tmp_path / "named").exists()

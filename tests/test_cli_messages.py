@@ -95,8 +95,8 @@ def test_a_missing_ini_section_names_the_ini(cli, model: Path, tmp_path: Path) -
     ini.write_text("[System_Config.Mine]\ncore_clock=1e8\n[Memory_Mode.Fast]\nconst_mem_area=Axi1\n", encoding="utf-8")
     before = snapshot(tmp_path)
     for options, missing in (
-        (["--system-config", "Other", "--memory-mode", "Fast"], "[System_Config.Other] section for --system-config"),
-        (["--system-config", "Mine", "--memory-mode", "Slow"], "[Memory_Mode.Slow] section for --memory-mode"),
+        (["--system-config", "Other", "--memory-mode", "Fast"], "[System_Config.Other] section for the system config"),
+        (["--system-config", "Mine", "--memory-mode", "Slow"], "[Memory_Mode.Slow] section for the memory mode"),
     ):
         result = cli("vela", model, "-o", tmp_path / "out", "--config", ini, *options)
         line = assert_one_line_error(result, f"heliabuild: error: {ini}: no {missing}")

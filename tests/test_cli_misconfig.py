@@ -123,7 +123,8 @@ def test_vela_accepts_its_packaged_config_by_the_name_its_help_gives(cli, model:
     [
         (
             ["--config", "Arm/vela.ini", "--system-config", "Ethos_U55_High_End", "--memory-mode", "Shared_Sram"],
-            "no [System_Config.Ethos_U55_High_End] section for --system-config Ethos_U55_High_End; the file defines "
+            "no [System_Config.Ethos_U55_High_End] section for the system config 'Ethos_U55_High_End'; "
+            "the file defines "
             "Ethos_U55_Deep_Embedded, Ethos_U55_High_End_Embedded, Ethos_U65_Client_Server, Ethos_U65_Embedded, "
             "Ethos_U65_High_End, Ethos_U65_Mid_End, Ethos_U85_SYS_DRAM_High, Ethos_U85_SYS_DRAM_Low, "
             "Ethos_U85_SYS_DRAM_Mid, Ethos_U85_SYS_Flash_High, Ethos_U85_SYS_Flash_Low; "
@@ -131,7 +132,7 @@ def test_vela_accepts_its_packaged_config_by_the_name_its_help_gives(cli, model:
         ),
         (
             ["--memory-mode", "Shared_Sarm"],  # no --config: checked against the file Vela reads by default
-            "no [Memory_Mode.Shared_Sarm] section for --memory-mode Shared_Sarm; the file defines Dedicated_Sram, "
+            "no [Memory_Mode.Shared_Sarm] section for the memory mode 'Shared_Sarm'; the file defines Dedicated_Sram, "
             "Dedicated_Sram_256KB, Dedicated_Sram_384KB, Dedicated_Sram_512KB, Shared_Sram, Sram_Only; "
             "did you mean 'Shared_Sram'?",
         ),

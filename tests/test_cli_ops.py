@@ -14,6 +14,7 @@ from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.model import save_model
 from heliabuild.synth import chain_network, residual_network
 from heliabuild.vela import compile
+from heliabuild.vela.ops_table import operator_table
 from heliabuild.vela.per_layer import read_per_layer
 
 
@@ -40,10 +41,10 @@ def test_ops_lists_every_operator_with_its_stable_id_type_and_outputs(cli, chain
     result = cli("ops", chain["model"])
     assert result.code == 0, result.err
     lines = result.out.splitlines()
-    assert lines[0].split() == ["index", "id", "type", "outputs", "vela_estimated_cycles", "placement"]
+    assert lines[0].split() == ["index", "type", "outputs", "vela_estimated_cycles", "placement", "id"]
     assert len(lines) == 2 + 9
-    assert lines[2].split() == ["0", "0:conv2d/Relu", "CONV_2D", "1x25x5x64", "int8", "-", "-"]
-    assert lines[-1].split() == ["8", "0:softmax/Softmax", "SOFTMAX", "1x12", "int8", "-", "-"]
+    assert lines[2].split() == ["0", "CONV_2D", "1x25x5x64", "int8", "-", "-", "0:conv2d/Relu"]
+    assert lines[-1].split() == ["8", "SOFTMAX", "1x12", "int8", "-", "-", "0:softmax/Softmax"]
 
 
 def test_with_the_per_layer_csv_each_operator_has_vela_cycles_and_placement(cli, chain: dict[str, Path]) -> None:
@@ -71,9 +72,9 @@ def test_a_fenced_model_shows_its_fences_without_an_original_index(cli, chain: d
     result = cli("ops", chain["fenced"], "--vela-per-layer", chain["fenced_per_layer"])
     assert result.code == 0, result.err
     rows = [line.split() for line in result.out.splitlines()[2:]]
-    fences = [row for row in rows if row[2] == "ETHOS_U_STREAM_SPLIT"]
+    fences = [row for row in rows if row[1] == "ETHOS_U_STREAM_SPLIT"]
     assert len(rows) == 11 and len(fences) == 2
-    assert [row[0] for row in fences] == ["-", "-"] and all(row[-1] == "CPU" for row in fences)
+    assert [row[0] for row in fences] == ["-", "-"] and all(row[-2] == "CPU" for row in fences)
     assert [row[0] for row in rows if row[0] != "-"] == [str(k) for k in range(9)]
     # the fence after original operator 3 comes right after it
     assert rows[rows.index(fences[0]) - 1][0] == "3"
@@ -109,4 +110,16 @@ def test_vela_s_compiled_model_with_its_csv_is_refused(cli, chain: dict[str, Pat
     result = cli("ops", compiled, "--vela-per-layer", chain["per_layer"])
     assert_one_line_error(result, f"{compiled}: Vela's compiled model (it holds ethos-u operators)")
     listed = cli("ops", compiled)  # without a CSV: its operators, the command stream one row
-    assert listed.code == 0 and listed.out.splitlines()[2].split()[2] == "ethos-u"
+    assert listed.code == 0 and listed.out.splitlines()[2].split()[1] == "ethos-u"
+
+
+def test_a_real_model_s_long_ids_come_last_and_leave_the_other_columns_narrow(cli, kws_path: Path) -> None:
+    """The MLPerf Tiny KWS model names each operator by every tensor fused into it (ids of 200+ characters):
+    the id is the last column, so index, type, outputs, cycles and placement stay readable."""
+    result = cli("ops", kws_path)
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert max(len(row.id) for row in operator_table(kws_path)) > 200
+    id_column = lines[0].index("id")
+    assert id_column < 80 and all(len(line[:id_column].rstrip()) < 80 for line in lines)
+    assert lines[2].split()[:6] == ["0", "CONV_2D", "1x25x5x64", "int8", "-", "-"]

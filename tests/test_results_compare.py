@@ -105,6 +105,11 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     found["segments_u55_256"] = Path(
         compile(folder / "chain_a.tflite", folder / "vela_u55_256", accelerator="ethos-u55-256").segments_json
     )
+    argv = ["runner", "--model", folder / "chain_a.tflite", "--sidecar", folder / "chain_a.fenced_boundaries.json"]
+    argv += ["--segments", found["segments_u55_256"], "-o", folder / "runner_u55_256"]
+    assert main([str(a) for a in argv]) == 0
+    found["bundle_u55_256"] = folder / "result_u55_256"
+    assert main(["run", str(folder / "runner_u55_256" / RUNNER_FILE), "-o", str(found["bundle_u55_256"])]) == 0
     return found
 
 
@@ -233,9 +238,12 @@ def test_two_segments_json_compare_vela_options_and_estimates(cli, real: dict[st
 
 def test_two_kinds_or_a_bad_input_exit_2(cli, real: dict[str, Path], tmp_path: Path) -> None:
     assert_one_line_error(
-        cli("compare", real["bundle_a1"], real["segments_a"]), "is a bundle", "a segments; compare two of one kind"
+        cli("compare", real["bundle_a1"], real["segments_a"]),
+        f"{real['bundle_a1']} is a result bundle and {real['segments_a']} a Vela segments.json; "
+        "compare two of one kind",
     )
-    assert_one_line_error(cli("compare", real["bundle_a1"], tmp_path / "missing"), "missing")
+    missing = cli("compare", real["bundle_a1"], tmp_path / "missing")
+    assert_one_line_error(missing, "missing", "e.g. results/kws.previous results/kws")  # the name a rebuild keeps
     assert_one_line_error(cli("compare", real["bundle_a1"], real["bundle_a2"], "--max-regression", "x"), "percent")
     tampered = tmp_path / "tampered"
     for path in real["bundle_a2"].rglob("*"):
@@ -250,3 +258,35 @@ def test_the_library_raises_compare_error(real: dict[str, Path]) -> None:
     with pytest.raises(CompareError, match="another segment layout"):
         compare(real["bundle_a1"], real["bundle_b1"])
     assert compare(real["bundle_a1"], real["bundle_b1"], force=True).refusals
+
+
+def test_a_bundle_carries_vela_memory_and_options_which_show_and_compare_label_as_vela(
+    cli, real: dict[str, Path]
+) -> None:
+    from heliabuild.results.reader import load_result
+    from heliabuild.vela.summary import read_summary
+
+    summary = read_summary(next((real["segments_a"].parent).glob("*_summary_*.csv")))
+    vela = load_result(real["bundle_a1"]).vela
+    assert vela == {
+        "version": vela["version"],
+        "accelerator": "ethos-u55-128",
+        "system_config": summary.system_config,
+        "memory_mode": summary.memory_mode,
+        "sram_memory_used_kib": summary.sram_memory_used_kib,
+        "off_chip_flash_memory_used_kib": summary.off_chip_flash_memory_used_kib,
+    }
+    shown = cli("show", real["bundle_a1"]).out
+    assert (
+        f"  memory (Vela's allocation, not measured): SRAM used {summary.sram_memory_used_kib:.1f} KiB, "
+        f"off-chip flash used {summary.off_chip_flash_memory_used_kib:.1f} KiB\n"
+    ) in shown
+    result = cli("compare", real["bundle_a1"], real["bundle_u55_256"])
+    assert result.code == 0, result.err
+    assert "  accelerator  ethos-u55-128  ethos-u55-256" in result.out
+    assert "memory (Vela's allocation for the compiled model, KiB)\n" in result.out
+    report = json.loads(cli("compare", real["bundle_a1"], real["bundle_u55_256"], "--format", "json").out)
+    memory = {entry["name"]: entry for entry in report["memory"]}
+    assert memory["sram_memory_used_kib"]["base"] == summary.sram_memory_used_kib
+    assert memory["off_chip_flash_memory_used_kib"]["new"] is not None
+    assert not any(pair["name"] in memory for pair in report["regressions"])

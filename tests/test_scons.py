@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,8 +73,15 @@ def output_of(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout + result.stderr
 
 
+STAGE_COUNTER = re.compile(r"^heliabuild: \[\d+/\d+\] ")
+STAGE_DONE = re.compile(r": done in \d+\.\d\d s$")
+
+
 def heliabuild_lines(result: subprocess.CompletedProcess[str], prefix: str = "heliabuild:") -> list[str]:
-    return [line for line in output_of(result).splitlines() if line.startswith(prefix)]
+    """The `heliabuild:` lines starting with `prefix`, each stage line without its `[k/n]` counter and
+    without the `done in` line that ends the stage (tests/test_scons_progress.py tests those)."""
+    lines = (STAGE_COUNTER.sub("heliabuild: ", line) for line in output_of(result).splitlines())
+    return [line for line in lines if line.startswith(prefix) and not STAGE_DONE.search(line)]
 
 
 def fenced_outputs(project: Path, example: str) -> tuple[Path, Path]:

@@ -232,3 +232,21 @@ def test_an_input_plan_given_as_a_variable_or_in_a_mapping_is_a_dependency(tmp_p
     (project / "plans" / "input_plan.json").write_bytes(written)
     assert stage_counts(build_ok(project)) == {"aot-plan": 1}
     assert (build / "kws_plan.json").read_bytes() == written
+
+
+@pytest.mark.slow
+def test_without_a_platform_the_pipeline_plans_for_one_whose_npu_runs_its_accelerator(tmp_path: Path) -> None:
+    """A new user's `accelerator="ethos-u65-256"` (or u85) with no `platform=` plans for the first platform
+    whose NPU runs it, not for the default Ethos-U55 one; a platform given is kept, and a mismatch refused."""
+    project = make_project(tmp_path / "project", PIPELINE_SCONSTRUCT, accelerator="ethos-u65-256")
+    save_model(synthesize("chain", seed=0), project / "model.tflite")
+    build_ok(project)
+    assert documents(project / "build", "kws_chain")[0]["platform"]["name"] == "corstone300_ethos_u65"
+    set_options(project, accelerator="ethos-u85-256")
+    build_ok(project)
+    assert documents(project / "build", "kws_chain")[0]["platform"]["name"] == "corstone320_ethos_u85"
+    set_options(project, accelerator="ethos-u85-256", platform="corstone300_ethos_u55")
+    failed = run_scons(project)
+    assert failed.returncode == 2 and "Vela compiled it for ethos-u85-256, but the NPU of corstone300_ethos_u55" in (
+        failed.stderr
+    ), output_of(failed)

@@ -234,10 +234,22 @@ def test_the_root_sconstruct_prints_one_summary_table(tmp_path: Path) -> None:
 
 
 def test_summary_table_layout() -> None:
-    text = summary_table([["a", "litert", "3", "1/2/3", "5.0 us host", "build/a/results/a"]])
+    text = summary_table([["a", "litert", "3", "1/2/3", "21.6 KiB", "-", "5.0 us host", "build/a/results/a"]])
     lines = text.splitlines()
-    header = "pipeline  backend  segments  estimated cycles per segment  measured median  bundle"
+    header = "pipeline  backend  segments  estimated cycles per segment  Vela SRAM  Vela flash  measured median  bundle"
     assert lines[0] == header
     assert set(lines[1]) <= {"-", " "}
-    assert lines[2].split() == ["a", "litert", "3", "1/2/3", "5.0", "us", "host", "build/a/results/a"]
+    assert lines[2].split() == [
+        "a",
+        "litert",
+        "3",
+        "1/2/3",
+        "21.6",
+        "KiB",
+        "-",
+        "5.0",
+        "us",
+        "host",
+        "build/a/results/a",
+    ]
     assert json.loads(json.dumps(lines)) == lines

@@ -7,7 +7,9 @@ and no toolpath, and builds two pipelines on the synthetic KWS chain: `kws` (a g
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -54,6 +56,10 @@ def test_a_user_build_prints_the_table_except_after_failure_dry_run_or_clean(tmp
     rows = table(built)
     assert len(rows) == 3 and rows[2].startswith("kws ") and rows[2].endswith("kws/results/kws"), output_of(built)
     assert " us host " in rows[2]
+    vela = json.loads((project / "kws" / "kws_fenced_segments.json").read_text(encoding="utf-8"))["vela"]
+    cells = dict(zip(re.split(r"\s{2,}", rows[0]), re.split(r"\s{2,}", rows[2]), strict=True))
+    assert cells["Vela SRAM"] == f"{vela['sram_memory_used_kib']:.1f} KiB", rows  # Vela's figure, labelled so
+    assert cells["Vela flash"] == f"{vela['off_chip_flash_memory_used_kib']:.1f} KiB", rows
     again = build_ok(project, "kws")
     assert table(again) == [*rows[:2], again.stdout.splitlines()[-1]] and "Traceback" not in output_of(again)
     assert table(build_ok(project, "kws-vela")) == []  # no run stage in this build
@@ -110,6 +116,20 @@ def test_sconscript_mistakes_name_the_users_line_only(tmp_path: Path) -> None:
     assert "heliabuild/scons" not in result.stderr and heliabuild_lines(result) == []
 
 
+def test_a_misspelt_helia_variable_is_refused_and_the_user_s_own_variables_pass(tmp_path: Path) -> None:
+    """`HELIA_VELA_OPTIMIZE="Size"` (heliabuild's is HELIA_VELA_OPTIMISE) would be read by no stage: it is
+    refused before anything is built, naming the user's line; an upper-case variable of the user's own is not."""
+    project = user_project(tmp_path / "my-project", more=", HELIA_VELA_OPTIMIZE='Size'")
+    result = run_scons(project, "-n")
+    assert result.returncode == 2, output_of(result)
+    assert "unknown construction variable HELIA_VELA_OPTIMIZE='Size'; did you mean HELIA_VELA_OPTIMISE?" in (
+        result.stderr
+    ), result.stderr
+    assert f"(called at {project / 'SConstruct'}:6)" in result.stderr and heliabuild_lines(result) == []
+    own = user_project(tmp_path / "own", more=", MY_FLAG='x', HELIA_VELA_OPTIMISE='Size'")
+    assert run_scons(own, "-n", "bad-vela").returncode == 0
+
+
 def test_vela_config_takes_velas_packaged_file_by_vela_s_name(tmp_path: Path) -> None:
     from heliabuild.vela.configs import resolve_config
 
@@ -118,7 +138,7 @@ def test_vela_config_takes_velas_packaged_file_by_vela_s_name(tmp_path: Path) ->
     more = ", vela_config='Arm/vela.ini', system_config='Ethos_U55_High_End_Embedded', memory_mode='Shared_Sram'"
     project = user_project(tmp_path / "my-project", more=more)
     result = build_ok(project, "bad-vela", "--tree=prune")
-    assert "heliabuild: vela bad/bad_fenced_vela.tflite" in result.stdout, output_of(result)
+    assert "heliabuild: vela bad/bad_fenced_vela.tflite" in heliabuild_lines(result), output_of(result)
     assert "No configuration file specified" not in result.stderr, result.stderr
     assert str(packaged) in result.stdout, result.stdout  # the dependency is the packaged file itself
     assert heliabuild_lines(build_ok(project, "bad-vela")) == []

@@ -182,3 +182,48 @@ def test_real_vela_csvs_parse(tmp_path: Path, accelerator: str) -> None:
     if accelerator.startswith("ethos-u85"):
         # Ethos-U85 copies a command stream's input before a 1x1 convolution that reads it
         assert [row.name for row in rows if row.nng_operator == "MemoryCopy"] == ["input_buffer_"] * 2
+
+
+def test_a_model_vela_places_wholly_on_the_cpu_compiles_and_its_rate_is_not_known(tmp_path: Path) -> None:
+    """A float DIV model: Vela leaves it on the CPU and writes `nan` inferences per second (1 / no NPU time).
+    heliabuild reads it as None (not known), compiles the model, and still refuses `nan` in any other column."""
+    from heliabuild.model import save_model
+    from heliabuild.synth import synthesize
+
+    save_model(synthesize("div_f32"), tmp_path / "div.tflite")
+    result = compile(tmp_path / "div.tflite", tmp_path / "vela")
+    summary = read_summary(result.summary_csv)
+    assert summary.fields["inferences_per_second"] == "nan" and summary.inferences_per_second is None
+    assert summary.cycles_npu == 0 and summary.to_json()["inferences_per_second"] is None
+    broken = Path(result.summary_csv).read_text(encoding="utf-8").replace(",0.0,", ",nan,", 1)
+    raises(write(tmp_path, "m_summary_X.csv", broken), read_summary, "not a finite number")
+
+
+def test_a_csv_vela_wrote_that_cannot_be_read_is_named_by_its_output_name_not_the_work_folder(
+    tmp_path: Path,
+) -> None:
+    """The error names the model and the CSV's own name: the work folder it was read from is gone by then."""
+    from heliabuild.model import load_model, save_model
+    from heliabuild.synth import synthesize
+    from heliabuild.vela.run import VelaOptions, _report
+
+    save_model(synthesize("chain"), tmp_path / "chain.tflite")
+    result = compile(tmp_path / "chain.tflite", tmp_path / "vela")
+    work = tmp_path / ".chain.vela-work"
+    work.mkdir()
+    produced = {}
+    for role, path in (("model", result.model), ("per_layer", result.per_layer_csv), ("summary", result.summary_csv)):
+        produced[role] = work / Path(path).name
+        produced[role].write_bytes(Path(path).read_bytes())
+    with produced["summary"].open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[0]["nn_macs"] = "many"
+    with produced["summary"].open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with pytest.raises(VelaError) as caught:
+        _report(tmp_path / "chain.tflite", load_model(tmp_path / "chain.tflite"), None, produced, VelaOptions())
+    assert caught.value.message.startswith(f"{tmp_path / 'chain.tflite'}: Vela wrote a CSV heliabuild cannot read: ")
+    assert str(work) not in caught.value.message and produced["summary"].name in caught.value.message
+    assert "column 'nn_macs' is 'many', not a number" in caught.value.message

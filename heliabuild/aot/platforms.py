@@ -272,6 +272,24 @@ def platform_names() -> list[str]:
     return sorted(document.get("platforms", {}))
 
 
+DEFAULT_PLATFORM = "corstone300_ethos_u55"
+"""The platform a plan of Vela's output is for when none is named (SCons's HELIA_AOT_PLATFORM, the CLI's)."""
+
+
+def default_platform(accelerator: str | None) -> str:
+    """The platform to plan for when none is named: DEFAULT_PLATFORM when its NPU runs `accelerator` (or
+    `accelerator` is None), else the first platform of heliabuild's table (by name) whose NPU does, else
+    DEFAULT_PLATFORM (whose plan then names the mismatch)."""
+    if accelerator is None:
+        return DEFAULT_PLATFORM
+    table = load_platforms()
+    if table[DEFAULT_PLATFORM].runs_accelerator(accelerator):
+        return DEFAULT_PLATFORM
+    return next(
+        (name for name, found in sorted(table.items()) if found.runs_accelerator(accelerator)), DEFAULT_PLATFORM
+    )
+
+
 def get_platform(platform: str | Platform, platforms: Mapping[str, Platform] | None = None) -> Platform:
     """`platform` itself when it is a Platform, else the platform of that name (in `platforms`, by default
     heliabuild's table); PlatformError naming the known ones for an unknown name."""

@@ -1,7 +1,7 @@
 """Writing a result bundle (docs/runner.md, "The bundle").
 
     results/<name>/
-      result.json                         schema 4: identity, stage, runtime, samples, statistics, segments
+      result.json                         schema 4: identity, stage, runtime, samples, statistics, segments, vela
       manifest.json                       {"files": {relative path: sha256}} over every other file
       signature.json                      only with HELIA_BUNDLE_KEY set: the HMAC-SHA256 of manifest.json
       run_summary.csv                     one indexed row per sample
@@ -116,6 +116,7 @@ def build_bundle_files(
     stage: str = "executed",
     runtime: str | None = None,
     scopes: Mapping[str, Any] | None = None,
+    vela: Mapping[str, Any] | None = None,
 ) -> dict[str, bytes]:
     """Every file of a bundle, by relative path (the manifest, then its signature when HELIA_BUNDLE_KEY is
     set, last), checked but not yet verified as read."""
@@ -148,6 +149,8 @@ def build_bundle_files(
     }
     if scopes is not None:
         document["scopes"] = dict(scopes)
+    if vela is not None:
+        document["vela"] = dict(vela)
     validate(document, "result", RESULT_FILE)
     files: dict[str, bytes] = {RESULT_FILE: json_text(document).encode("utf-8")}
     if receipt is not None:
@@ -189,6 +192,7 @@ def write_bundle(
     stage: str = "executed",
     runtime: str | None = None,
     scopes: Mapping[str, Any] | None = None,
+    vela: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write and verify the bundle in a temporary folder beside `result_dir`, then rename it into place.
     `result_dir` must be new, an empty folder or an earlier bundle that verifies (`check_bundle_target`);
@@ -210,6 +214,7 @@ def write_bundle(
         stage=stage,
         runtime=runtime,
         scopes=scopes,
+        vela=vela,
     )
     check_publish_target(target)  # before anything is written; again just before the earlier bundle is moved
     with errors_naming(target):

@@ -6,13 +6,15 @@ validated against its schema. Both sides must be of one kind.
 
 The comparison holds, in this order:
 
-- the options that differ: `backend`, `runtime`, `fences` and `policy.<key>` of a bundle;
-  `accelerator`, `system_config`, `memory_mode`, `vela_version` and `fences` of a segments.json. An option
-  a side does not record is None (`-`); only options whose two values differ are listed.
+- the options that differ: `backend`, `runtime`, `fences` and `policy.<key>` of a bundle, with
+  `accelerator`, `system_config`, `memory_mode` and `vela_version` from its `vela` record; the same four
+  and `fences` of a segments.json. An option a side does not record is None (`-`); only options whose two
+  values differ are listed.
 - the estimates: Vela's estimated cycles per segment (a bundle's `segments[].estimated_cycles`, a
   segments.json's `segments[].op_cycles`) and their total, paired by operator range;
-- the memory (segments.json only): Vela's SRAM and off-chip flash use of the compiled model, in KiB
-  (`-` where an older segments.json does not record it); shown, not counted by `max_regression`;
+- the memory: Vela's SRAM and off-chip flash allocation of the compiled model, in KiB (a segments.json's,
+  or a bundle's `vela` record, read from its runner's segments.json; `-` where a side does not record it):
+  Vela's compile-time figures, shown, not counted by `max_regression`;
 - the measurements (bundles only): every known measured figure (heliabuild.results.figures), with its
   median, mean, min, max and spread on each side, paired by name. Estimates and measurements are never in
   one table.
@@ -46,8 +48,16 @@ from heliabuild.results.figures import Figure, measured_figures
 FORMATS = ("text", "md", "json")
 BUNDLE = "bundle"
 SEGMENTS = "segments"
+_KIND_NAMES = {BUNDLE: "a result bundle", SEGMENTS: "a Vela segments.json"}
 MEMORY_FIGURES = ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")
 """Vela's memory use of the compiled model, as a segments.json records it (absent from an older one)."""
+_VELA_OPTIONS = (
+    ("accelerator", "accelerator"),
+    ("system_config", "system_config"),
+    ("memory_mode", "memory_mode"),
+    ("vela_version", "version"),
+)
+"""The options a comparison reads from Vela's record (a segments.json's or a bundle's `vela`): name, key."""
 
 
 class CompareError(ResultError):
@@ -174,6 +184,8 @@ def _bundle_side(path: Path) -> Side:
         "runtime": result.runtime,
         "fences": _fences(ranges),
     }
+    vela = result.vela or {}
+    options.update({name: vela.get(key) for name, key in _VELA_OPTIONS})
     for key, value in sorted(identity["policy"].items()):
         options[f"policy.{key}"] = _option_text(value)
     return Side(
@@ -184,6 +196,7 @@ def _bundle_side(path: Path) -> Side:
         estimates=tuple(s["estimated_cycles"] for s in result.segments),
         options=options,
         figures=tuple(measured_figures(result)),
+        memory={name: vela.get(name) for name in MEMORY_FIGURES} if vela else {},
     )
 
 
@@ -199,13 +212,7 @@ def _segments_side(path: Path) -> Side:
         model_sha256=document.get("source_sha256") or document["model_sha256"],
         ranges=ranges,
         estimates=tuple(s["op_cycles"] for s in document["segments"]),
-        options={
-            "accelerator": vela["accelerator"],
-            "system_config": vela["system_config"],
-            "memory_mode": vela["memory_mode"],
-            "vela_version": vela["version"],
-            "fences": _fences(ranges),
-        },
+        options={**{name: vela[key] for name, key in _VELA_OPTIONS}, "fences": _fences(ranges)},
         memory={name: vela.get(name) for name in MEMORY_FIGURES},
     )
 
@@ -220,7 +227,7 @@ def read_side(path: str | os.PathLike[str]) -> Side:
         return _segments_side(given)
     raise CompareError(
         f"{given}: not a result bundle (a folder or its result.json) nor a Vela segments.json",
-        hint="compare two bundles, e.g. results/kws/previous results/kws, or two <stem>_segments.json",
+        hint="compare two bundles, e.g. results/kws.previous results/kws, or two <stem>_segments.json",
     )
 
 
@@ -268,7 +275,7 @@ def compare(
     base, new = read_side(base_path), read_side(new_path)
     if base.kind != new.kind:
         raise CompareError(
-            f"{base.path} is a {base.kind} and {new.path} a {new.kind}; compare two of one kind",
+            f"{base.path} is {_KIND_NAMES[base.kind]} and {new.path} {_KIND_NAMES[new.kind]}; compare two of one kind",
         )
     refusals = _refusals(base, new)
     if refusals and not force:

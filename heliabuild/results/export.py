@@ -7,6 +7,7 @@ import csv
 import io
 import math
 import os
+import statistics
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -52,9 +53,11 @@ def _figure_text(figure: Figure | None, part: str) -> str:
 
 
 def show_result(result: Result) -> str:
-    """The readable tables of `result`: its identity; per segment, Vela's estimate and (in columns of their
-    own) the median of each measured per-segment figure; every measured figure's median, mean, min, max and
-    spread, flagged `!` when the spread exceeds SPREAD_LIMIT of the median; and every sample, labelled."""
+    """The readable tables of `result`: its identity; Vela's options and memory allocation (Vela's figures,
+    from the runner's segments.json; absent from a bundle of a runner without one); per segment, Vela's
+    estimate and (in columns of their own) the median of each measured per-segment figure; every measured
+    figure's median, mean, min, max and spread, flagged `!` when the spread exceeds SPREAD_LIMIT of the
+    median; and every sample, labelled."""
     document = result.document
     identity = document["run_identity"]
     lines = [
@@ -68,6 +71,8 @@ def show_result(result: Result) -> str:
             f"  acquisition {receipt.state}: {receipt.warmup_invokes} warmup, {receipt.measured_invokes} measured, "
             f"initialization {receipt.initialization}, call_once_present {_text(receipt.call_once_present)}"
         )
+    if result.vela is not None:
+        lines.extend(vela_lines(result.vela))
     figures = measured_figures(result)
     per_segment: dict[str, dict[int, Figure]] = {}
     for figure in figures:
@@ -129,6 +134,21 @@ def show_result(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
+def kib_text(value: float | None) -> str:
+    """A memory figure in KiB as shown: `12.5 KiB`, `-` where it is not known."""
+    return "-" if value is None else f"{value:.1f} KiB"
+
+
+def vela_lines(vela: dict[str, Any]) -> list[str]:
+    """The two lines that show Vela's options and its memory allocation (Vela's figures, not measured)."""
+    return [
+        f"  vela {vela['version']}: accelerator {vela['accelerator']}, system config {vela['system_config']}, "
+        f"memory mode {vela['memory_mode']}",
+        f"  memory (Vela's allocation, not measured): SRAM used {kib_text(vela.get('sram_memory_used_kib'))}, "
+        f"off-chip flash used {kib_text(vela.get('off_chip_flash_memory_used_kib'))}",
+    ]
+
+
 _SEGMENT_FIGURES = (
     "op_cycles",
     "npu_cycles",
@@ -153,17 +173,10 @@ def show_segments(path: str | os.PathLike[str]) -> str:
     coverage = document["coverage"]
     source = document["source_sha256"]
 
-    def kib(name: str) -> str:
-        value = vela.get(name)
-        return "-" if value is None else f"{value:g} KiB"
-
     lines = [
         f"segments {path}",
         f"  model {document['model']} {document['model_sha256'][:12]}, source {'-' if source is None else source[:12]}",
-        f"  vela {vela['version']}: accelerator {vela['accelerator']}, system config {vela['system_config']}, "
-        f"memory mode {vela['memory_mode']}",
-        f"  memory (Vela's allocation): SRAM used {kib('sram_memory_used_kib')}, "
-        f"off-chip flash used {kib('off_chip_flash_memory_used_kib')}",
+        *vela_lines(vela),
         f"  command streams {streams['count']} ({'' if streams['matches_segments'] else 'not '}one per segment), "
         f"attribution coverage {coverage['fraction']:.2%} of {coverage['row_count']} rows",
         "",
@@ -284,16 +297,42 @@ MAX_VALUE_LABELS = 40
 _TICKS = 4
 
 
-def _panels(result: Result) -> list[tuple[str, list[tuple[str, float | None]], str]]:
-    """(title, [(x label, value)], colour) of each panel: Vela's estimate per segment, latency per sample."""
+_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
+
+
+def _time_unit(peak: float | None) -> tuple[float, str]:
+    """The unit (its size in seconds, its name) that shows times up to `peak` seconds in ones to thousands."""
+    return next(((size, name) for size, name in _TIME_UNITS if peak is not None and peak >= size), _TIME_UNITS[-1])
+
+
+def _panels(result: Result) -> list[tuple[str, str, list[tuple[str, float | None]], str]]:
+    """(title, x axis name, [(x label, value)], colour) of each panel: Vela's estimate per segment, and the
+    measured latency per sample in the unit that suits its largest value (s, ms or us)."""
+    latencies = [s.latency_s for s in result.samples]
+    size, unit = _time_unit(max((value for value in latencies if value is not None), default=None))
     return [
         (
             "estimated cycles per segment (Vela's estimate)",
+            "segment",
             [(f"seg {s['index']}", _real(s["estimated_cycles"])) for s in result.segments],
             "#4477aa",
         ),
-        ("measured latency per sample (s)", [(f"sample {s.index}", s.latency_s) for s in result.samples], "#cc6677"),
+        (
+            f"measured latency per sample ({unit})",
+            "sample",
+            [(f"sample {s.index}", None if s.latency_s is None else s.latency_s / size) for s in result.samples],
+            "#cc6677",
+        ),
     ]
+
+
+def _value_label(value: float | None) -> str:
+    """A bar's value label: a whole number in full (Vela's cycles), anything else to 3 significant digits."""
+    if value is None:
+        return "-"
+    if float(value).is_integer() and abs(value) >= 1:
+        return str(int(value))
+    return f"{value:.3g}"
 
 
 def axis_ticks(peak: float) -> list[float]:
@@ -321,7 +360,7 @@ def plot_svg(result: Result, path: str | os.PathLike[str]) -> Path:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{2 * bar_area + 3 * gap}" '
         'font-family="sans-serif" font-size="11">'
     ]
-    for number, (title, values, color) in enumerate(_panels(result)):
+    for number, (title, _, values, color) in enumerate(_panels(result)):
         top = gap + number * (bar_area + gap)
         base = top + bar_area - 20  # the x axis
         plot_height = bar_area - 40
@@ -347,7 +386,7 @@ def plot_svg(result: Result, path: str | os.PathLike[str]) -> Path:
             if len(values) <= MAX_VALUE_LABELS:
                 parts.append(
                     f'<text x="{middle:.1f}" y="{base - height - 3:.1f}" text-anchor="middle" font-size="9">'
-                    f"{escape(_text(value))}</text>"
+                    f"{escape(_value_label(value))}</text>"
                 )
             if k % every == 0:
                 parts.append(f'<text x="{middle:.1f}" y="{base + 14}" text-anchor="middle">{escape(label)}</text>')
@@ -364,23 +403,33 @@ def plot_png(result: Result, path: str | os.PathLike[str]) -> Path:
         import matplotlib
 
         matplotlib.use("Agg")
-        from matplotlib import pyplot
+        from matplotlib import pyplot, ticker
     except ImportError:
         raise ResultError(
             f"{path}: writing a PNG plot needs matplotlib, which is not installed",
             hint="pip install 'heliabuild[plot]', or plot to FILE.svg (no dependency)",
         ) from None
     panels = _panels(result)
-    figure, axes = pyplot.subplots(len(panels), 1, figsize=(8, 6))
+    figure, axes = pyplot.subplots(len(panels), 1, figsize=(8, 6.5))
     try:
-        for axis, (title, values, color) in zip(axes, panels, strict=True):
+        for axis, (title, x_name, values, color) in zip(axes, panels, strict=True):
             positions = list(range(len(values)))
             heights = [0.0 if value is None else value for _, value in values]
-            bars = axis.bar(positions, heights, color=color)
             if len(values) <= MAX_VALUE_LABELS:
-                axis.bar_label(bars, labels=[_text(value) for _, value in values], fontsize=7)
-            every = _label_step(len(values))
-            axis.set_xticks(positions[::every], [label for label, _ in values][::every])
+                bars = axis.bar(positions, heights, color=color)
+                axis.bar_label(bars, labels=[_value_label(value) for _, value in values], fontsize=7, padding=2)
+                axis.set_xticks(positions, [label.split()[-1] for label, _ in values])
+            else:  # too many bars to see each: a line through every value, and round x ticks
+                axis.plot(positions, heights, color=color, linewidth=0.7)
+                axis.xaxis.set_major_locator(ticker.MaxNLocator(nbins=10, integer=True))
+            known = [value for _, value in values if value is not None]
+            if x_name == "sample" and known:
+                median = statistics.median(known)
+                axis.axhline(median, color="black", linewidth=0.8, linestyle="--")
+                title = f"{title}; dashed: median {_value_label(median)}"
+            axis.set_xlabel(x_name)
+            axis.set_ylim(0, max(heights, default=0.0) * 1.15 or 1.0)
+            axis.margins(x=0.01)
             axis.set_title(title)
         figure.tight_layout()
         buffer = io.BytesIO()

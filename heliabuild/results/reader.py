@@ -75,6 +75,12 @@ class Result:
     def segments(self) -> list[dict[str, Any]]:
         return self.document["segments"]
 
+    @property
+    def vela(self) -> dict[str, Any] | None:
+        """What Vela reported compiling the model (its options and memory allocation, Vela's figures, not
+        measured), or None for a bundle whose runner had no segments.json."""
+        return self.document.get("vela")
+
 
 MAX_FILE_BYTES = MAX_DOCUMENT_BYTES
 """The largest file of a bundle read (64 MiB)."""

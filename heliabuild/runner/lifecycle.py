@@ -19,7 +19,8 @@ Backends (docs/runner.md, "Backends"):
 
 `carry` keeps the one instance across warmups and samples; `single` is one invoke on the initialized
 instance without warmup. Filling inputs is not resetting state: resource variables persist. Vela's
-estimate is never a sample figure: it is `segments[].estimated_cycles`.
+estimate is never a sample figure: it is `segments[].estimated_cycles`, and Vela's memory allocation (SRAM,
+off-chip flash) and options are result.json's `vela`, read from the runner's segments.json.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from heliabuild.errors import RunnerError
+from heliabuild.progress import Activity, activity
 from heliabuild.runner import qemu
 from heliabuild.runner.freeze import Runner, load_runner
 from heliabuild.runner.litert import LiteRTInstance, numpy_dtype
@@ -124,24 +126,12 @@ def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
     values = _input_values(runner, instance.input_infos())
     names = [info.name or f"output_{k}" for k, info in enumerate(instance.output_infos())]
 
-    for _ in range(warmups):
-        instance.fill_inputs(values)
-        instance.invoke()
-
-    figures: list[dict[str, Any]] = []
-    outputs: list[list[tuple[str, bytes]]] = []
-    for _ in range(measured):
-        instance.fill_inputs(values)
-        segment_seconds = instance.invoke()
-        arrays = instance.outputs()
-        figures.append(
-            {
-                "latency_s": sum(segment_seconds),
-                "segment_latency_s": segment_seconds,
-                "sanity": {"outputs_finite": all(bool(np.isfinite(a).all()) for a in arrays if a.dtype.kind == "f")},
-            }
-        )
-        outputs.append([(name, array.tobytes()) for name, array in zip(names, arrays, strict=True)])
+    with activity(f"run {runner.path.parent.name}: invoke", total=warmups + measured) as work:
+        for done in range(warmups):
+            instance.fill_inputs(values)
+            instance.invoke()
+            work.advance(done + 1)
+        figures, outputs = _measured_invokes(instance, values, names, measured, work)
     verification = runner.policy.get("verification")
     if verification is not None:
         fills = [value.tobytes() for value in values]
@@ -158,6 +148,28 @@ def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
         segments=_segments(runner),
         scopes=dict(LITERT_SCOPES),
     )
+
+
+def _measured_invokes(
+    instance: LiteRTInstance, values: list[np.ndarray], names: list[str], measured: int, work: Activity
+) -> tuple[list[dict[str, Any]], list[list[tuple[str, bytes]]]]:
+    """The measured invokes on the warmed-up instance: each sample's figures and output bytes."""
+    figures: list[dict[str, Any]] = []
+    outputs: list[list[tuple[str, bytes]]] = []
+    for _ in range(measured):
+        instance.fill_inputs(values)
+        segment_seconds = instance.invoke()
+        arrays = instance.outputs()
+        figures.append(
+            {
+                "latency_s": sum(segment_seconds),
+                "segment_latency_s": segment_seconds,
+                "sanity": {"outputs_finite": all(bool(np.isfinite(a).all()) for a in arrays if a.dtype.kind == "f")},
+            }
+        )
+        outputs.append([(name, array.tobytes()) for name, array in zip(names, arrays, strict=True)])
+        work.advance(work.done + 1)
+    return figures, outputs
 
 
 def _verify(
@@ -184,7 +196,8 @@ def _verify(
 
 def _measure_qemu(runner: Runner, timeout_s: float) -> Measurement:
     _lifecycle_counts(runner)
-    run = qemu.measure_firmware(runner, timeout_s)
+    with activity(f"run {runner.path.parent.name} on {qemu.BACKEND}"):
+        run = qemu.measure_firmware(runner, timeout_s)
     names = [f"output_{k}" for k in range(len(run.outputs[0]) if run.outputs else 0)]
     names = runner.document["firmware"].get("output_names") or names
     figures = [
@@ -258,25 +271,41 @@ def run_runner(
         provider_versions["arm-none-eabi-gcc"] = firmware.get("toolchain")
         provider_versions["qemu-system-arm"] = _qemu_version()
     provider_versions.update(extra_versions)
-    return write_bundle(
-        result_dir,
-        runner_info={"sha256": runner.sha256, "format": runner.document["format"]},
-        run_identity={
-            "runner_sha256": runner.sha256,
-            "model_sha256": runner.model_sha256,
-            "backend": runner.backend,
-            "policy": runner.policy,
-        },
-        receipt=receipt,
-        samples=samples,
-        output_bytes=output_bytes,
-        segments=segments,
-        provider_versions=provider_versions,
-        created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        stage=stage,
-        runtime=_runtime(runner),
-        scopes=scopes,
-    )
+    with activity(f"run {runner.path.parent.name}: writing the bundle of {len(samples)} samples"):
+        return write_bundle(
+            result_dir,
+            runner_info={"sha256": runner.sha256, "format": runner.document["format"]},
+            run_identity={
+                "runner_sha256": runner.sha256,
+                "model_sha256": runner.model_sha256,
+                "backend": runner.backend,
+                "policy": runner.policy,
+            },
+            receipt=receipt,
+            samples=samples,
+            output_bytes=output_bytes,
+            segments=segments,
+            provider_versions=provider_versions,
+            created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            stage=stage,
+            runtime=_runtime(runner),
+            scopes=scopes,
+            vela=_vela_record(runner),
+        )
+
+
+VELA_RECORD = ("version", "accelerator", "system_config", "memory_mode")
+VELA_MEMORY = ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")
+
+
+def _vela_record(runner: Runner) -> dict[str, Any] | None:
+    """result.json's `vela`: Vela's options and memory allocation from the runner's segments.json (Vela's
+    compile-time figures, None each where that segments.json does not record them), or None without one."""
+    document = runner.segments_document()
+    if document is None:
+        return None
+    vela = document["vela"]
+    return {**{name: vela[name] for name in VELA_RECORD}, **{name: vela.get(name) for name in VELA_MEMORY}}
 
 
 def _runtime(runner: Runner) -> str:

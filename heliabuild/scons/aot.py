@@ -42,7 +42,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
@@ -51,6 +50,7 @@ from heliabuild.documents import parse_json, parse_yaml, read_text
 from heliabuild.errors import HeliaError
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
+from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaAotPlan"
@@ -272,7 +272,7 @@ def aot_action(target: list[Node], source: list[Node], env: Environment) -> int:
 def aot_builder() -> Builder:
     """A new HeliaAotPlan builder (see the module docstring for its contract)."""
     return Builder(
-        action=Action(aot_action, cmdstr=f"${COMSTR}", varlist=[PLATFORM, PREFIX]),
+        action=stage_action(aot_action, COMSTR, [PLATFORM, PREFIX]),
         emitter=aot_emitter,
         suffix=PLAN_SUFFIX,
         src_suffix=MODEL_SUFFIX,

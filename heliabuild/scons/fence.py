@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
@@ -38,6 +37,7 @@ from heliabuild.errors import HeliaError
 from heliabuild.fence.names import sidecar_path_for
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaFence"
@@ -148,7 +148,7 @@ def fence_action(target: list[Node], source: list[Node], env: Environment) -> in
 def fence_builder() -> Builder:
     """A new HeliaFence builder (see the module docstring for its contract)."""
     return Builder(
-        action=Action(fence_action, cmdstr=f"${COMSTR}", varlist=[FENCES]),
+        action=stage_action(fence_action, COMSTR, [FENCES]),
         emitter=fence_emitter,
         suffix=TARGET_SUFFIX,
         src_suffix=MODEL_SUFFIX,

@@ -37,6 +37,7 @@ from SCons.Node import Node
 from heliabuild.errors import FirmwareError, HeliaError
 from heliabuild.scons.leftovers import keep_folder_of
 from heliabuild.scons.messages import configuration_error, stage_comstr, stage_failed
+from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 MODULE_BUILDER_NAME = "HeliaFirmwareModule"
@@ -228,4 +229,4 @@ def module_action(target: list[Node], source: list[Node], env: Environment) -> i
 
 def module_builder() -> Builder:
     """A new HeliaFirmwareModule builder (module docstring)."""
-    return Builder(action=Action(module_action, cmdstr=f"${FIRMWARE_COMSTR}", varlist=[PREFIX]), emitter=module_emitter)
+    return Builder(action=stage_action(module_action, FIRMWARE_COMSTR, [PREFIX]), emitter=module_emitter)

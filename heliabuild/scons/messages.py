@@ -10,7 +10,8 @@ so SCons stops with no Python traceback. A warning of a tool a stage ran
 printed once per SCons run however many targets raise it. A configuration
 mistake found while the SConscripts are read (a builder called with the wrong
 sources or variables) raises SCons's UserError instead, whose message names
-the SConscript line that made the call.
+the SConscript line that made the call. Each line first erases the terminal's status line, if one is drawn
+(heliabuild.progress), so that it starts at the left margin.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from SCons.Errors import UserError
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
+from heliabuild.progress import clear_status
 
 EXIT_BAD_INPUT = 2
 """The status a stage action returns for a HeliaError, as the CLI exits for bad input."""
@@ -61,6 +63,7 @@ def stage_failed(error: HeliaError, targets: Sequence[Node]) -> int:
 def report_failure(error: HeliaError) -> int:
     """Report `error` (see error_line) on stderr and return EXIT_BAD_INPUT, removing nothing: for a stage
     whose library call already removed what it may (a result bundle's files, and only when they verify)."""
+    clear_status()
     print(error_line(error), file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT
 
@@ -82,6 +85,7 @@ def stage_warnings(stage: str, target: Node, warnings: Sequence[str]) -> None:
             if text in _warned:
                 continue
             _warned.add(text)
+        clear_status()
         print(f"heliabuild: warning: {stage} {node_path(target)}: {text}", file=sys.stderr, flush=True)
 
 

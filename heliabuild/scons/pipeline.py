@@ -37,7 +37,10 @@ Contract:
   keeps the environment's value (by default 'ethos-u55-128', Vela's
   defaults and 1.0). `platform` and `aot_config` set HELIA_AOT_PLATFORM
   (default 'corstone300_ethos_u55': Vela's output holds `ethos-u`
-  operators, which need a platform with an NPU) and HELIA_AOT_CONFIG (a
+  operators, which need a platform with an NPU; when neither the call nor
+  the environment names a platform and that one's NPU does not run the
+  pipeline's accelerator, the first platform of the table whose NPU does,
+  e.g. 'corstone300_ethos_u65' for 'ethos-u65-256') and HELIA_AOT_CONFIG (a
   YAML/JSON file or a configuration mapping) the same way; `prefix` is the
   module prefix (default: the pipeline name with every character that
   cannot be in a C identifier replaced by `_`), which names the plan and
@@ -75,7 +78,7 @@ import SCons.Node.Alias
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.scons import aot, fence, firmware, plan, runner, summary, vela
+from heliabuild.scons import aot, fence, firmware, fvp, plan, runner, summary, vela
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.signatures import VELA_VERSION, readable
 
@@ -363,9 +366,19 @@ def check_keywords(
     name: str, overrides: Mapping[str, object], method: str = METHOD_NAME, what: str = "keyword"
 ) -> None:
     """Refuse a keyword that is neither a HeliaPipeline argument nor a construction variable (upper case),
-    such as `config=`, with the closest arguments as a did-you-mean, as a UserError of `method` `name`
-    that calls it a `what`."""
+    such as `config=`, and a `HELIA_` variable heliabuild does not know (`HELIA_VELA_OPTIMIZE=`, which no
+    stage would read), each with the closest names as a did-you-mean. Other upper-case variables are the
+    user's own and pass through. The UserError is of `method` `name`, calling the keyword a `what`."""
     for keyword in sorted(overrides):
+        if keyword.startswith(VARIABLE_PREFIX) and keyword not in _helia_variables():
+            close = difflib.get_close_matches(keyword, _helia_variables(), n=2, cutoff=0.85)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise configuration_error(
+                method,
+                name,
+                f"unknown construction variable {keyword}={overrides[keyword]!r}{hint} (no heliabuild stage reads "
+                "it; docs/scons.md lists the HELIA_ variables)",
+            )
         if keyword != keyword.upper() and keyword not in _keywords():
             close = difflib.get_close_matches(keyword, _keywords(), n=3)
             hint = f"; did you mean {' or '.join(f'{match}=' for match in close)}?" if close else ""
@@ -375,6 +388,25 @@ def check_keywords(
                 f"unknown {what} {keyword}={overrides[keyword]!r}{hint} "
                 f"(the keywords are {', '.join(_keywords())}; a construction variable is upper case)",
             )
+
+
+VARIABLE_PREFIX = "HELIA_"
+
+
+@cache
+def _helia_variables() -> tuple[str, ...]:
+    """Every construction variable a heliabuild stage reads: the HELIA_ names its builder modules define."""
+    modules = (aot, fence, firmware, fvp, plan, runner, vela)
+    return tuple(
+        sorted(
+            {
+                value
+                for module in modules
+                for constant, value in vars(module).items()
+                if constant.isupper() and isinstance(value, str) and value.startswith(VARIABLE_PREFIX)
+            }
+        )
+    )
 
 
 @cache
@@ -450,6 +482,11 @@ def helia_pipeline(
             )
         given[aot.PLATFORM] = QEMU_PLATFORM
         given[firmware.PREFIX] = module_prefix
+    elif aot.PLATFORM not in given and aot.PLATFORM not in overrides and env.get(aot.PLATFORM) == aot.DEFAULT_PLATFORM:
+        from heliabuild.aot.platforms import default_platform
+
+        accelerator_name = given.get(vela.ACCELERATOR, overrides.get(vela.ACCELERATOR, env.get(vela.ACCELERATOR)))
+        given[aot.PLATFORM] = default_platform(None if accelerator_name is None else str(accelerator_name))
     request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
     request = replace(
         request, backend=str(chosen_backend), unfenced_dir=None if unfenced_dir is None else env.Dir(unfenced_dir)

@@ -28,15 +28,16 @@ Contract:
 
 from __future__ import annotations
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
 from heliabuild.files import write_json
+from heliabuild.progress import clear_status
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaFencePlan"
@@ -104,6 +105,7 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
     except HeliaError as error:
         return stage_failed(error, target)
     fences = len(plan.fences)
+    clear_status()
     print(f"{STAGE_PREFIX}{node_path(target[0])}: {fences} fences, {fences + 1} segments", flush=True)
     return 0
 
@@ -111,7 +113,7 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
 def plan_builder() -> Builder:
     """A new HeliaFencePlan builder (see the module docstring for its contract)."""
     return Builder(
-        action=Action(plan_action, cmdstr=f"${COMSTR}", varlist=[BUDGET_CYCLES, MIN_COVERAGE]),
+        action=stage_action(plan_action, COMSTR, [BUDGET_CYCLES, MIN_COVERAGE]),
         emitter=plan_emitter,
         suffix=TARGET_SUFFIX,
         src_suffix=MODEL_SUFFIX,

@@ -48,7 +48,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
@@ -67,6 +66,7 @@ from heliabuild.scons.fvp import (
 from heliabuild.scons.integrity import set_verifier
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, report_failure, stage_comstr, stage_failed
+from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 RUNNER_BUILDER_NAME = "HeliaRunner"
@@ -280,7 +280,7 @@ def _firmware_nodes(
     config = env.Command(
         folder.File(CONFIG_SOURCE),
         [kinds["model"], *policy],
-        Action(_firmware_config_action, cmdstr=f"${firmware.FIRMWARE_COMSTR}"),
+        stage_action(_firmware_config_action, firmware.FIRMWARE_COMSTR),
     )[0]
     setattr(config.attributes, _REQUEST, request)
     env.Depends(config, env.Value(f"{RUNNER_STAGE} firmware policy {request.get('shown')}"))
@@ -433,7 +433,7 @@ def run_action(target: list[Node], source: list[Node], env: Environment) -> int:
 def runner_builder() -> Builder:
     """A new HeliaRunner builder (see the module docstring for its contract)."""
     return Builder(
-        action=Action(runner_action, cmdstr=f"${RUNNER_COMSTR}", varlist=[BACKEND]),
+        action=stage_action(runner_action, RUNNER_COMSTR, [BACKEND]),
         emitter=runner_emitter,
         src_suffix=MODEL_SUFFIX,
     )
@@ -441,4 +441,4 @@ def runner_builder() -> Builder:
 
 def run_builder() -> Builder:
     """A new HeliaRun builder (see the module docstring for its contract)."""
-    return Builder(action=Action(run_action, cmdstr=f"${RUN_COMSTR}"), emitter=run_emitter, single_source=True)
+    return Builder(action=stage_action(run_action, RUN_COMSTR), emitter=run_emitter, single_source=True)

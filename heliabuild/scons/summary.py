@@ -96,9 +96,12 @@ def sweep_summary(table_json: str) -> str:
 
 def summary_row(name: str, result_dir: str) -> list[str]:
     """One row of summary_table: the pipeline, its backend, its segments, Vela's estimated cycles per segment
-    (an estimate), the measured figure's median per invoke (instructions on QEMU, host wall time on LiteRT,
-    each named by its unit) and the bundle path, read from the verified bundle with heliabuild.api."""
+    (an estimate), Vela's SRAM and off-chip flash allocation of the compiled model (Vela's compile-time
+    figures, `-` where the bundle has none), the measured figure's median per invoke (instructions on QEMU,
+    host wall time on LiteRT, each named by its unit) and the bundle path, read from the verified bundle with
+    heliabuild.api."""
     from heliabuild.api import load_result, measurement_samples
+    from heliabuild.results.export import kib_text
 
     result = load_result(result_dir)
     cycles = [segment["estimated_cycles"] for segment in result.segments]
@@ -113,12 +116,23 @@ def summary_row(name: str, result_dir: str) -> list[str]:
         measured = "-"
     estimated = "/".join("-" if value is None else str(value) for value in cycles) or "-"
     backend = result.document["run_identity"]["backend"]
-    return [name, backend, str(len(cycles)), estimated, measured, result_dir]
+    vela = result.vela or {}
+    memory = [kib_text(vela.get(figure)) for figure in ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")]
+    return [name, backend, str(len(cycles)), estimated, *memory, measured, result_dir]
 
 
 def summary_table(rows: Sequence[Sequence[str]]) -> str:
     """The table print_summary prints: a header, a rule, then `rows` (each a summary_row) in columns."""
-    header = ["pipeline", "backend", "segments", "estimated cycles per segment", "measured median", "bundle"]
+    header = [
+        "pipeline",
+        "backend",
+        "segments",
+        "estimated cycles per segment",
+        "Vela SRAM",
+        "Vela flash",
+        "measured median",
+        "bundle",
+    ]
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * width for width in widths))

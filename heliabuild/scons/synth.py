@@ -21,7 +21,6 @@ Contract:
 
 from __future__ import annotations
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
@@ -29,6 +28,7 @@ from SCons.Node import Node
 from heliabuild.errors import HeliaError
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 BUILDER_NAME = "HeliaSynth"
@@ -88,7 +88,7 @@ def synth_action(target: list[Node], source: list[Node], env: Environment) -> in
 def synth_builder() -> Builder:
     """A new HeliaSynth builder (see the module docstring for its contract)."""
     return Builder(
-        action=Action(synth_action, cmdstr=f"${COMSTR}", varlist=[KIND, SEED]),
+        action=stage_action(synth_action, COMSTR, [KIND, SEED]),
         emitter=synth_emitter,
         suffix=TARGET_SUFFIX,
     )

@@ -41,7 +41,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
@@ -49,6 +48,7 @@ from SCons.Node import Node
 from heliabuild.errors import HeliaError
 from heliabuild.scons.leftovers import clean_earlier, remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
+from heliabuild.scons.progress import stage_action
 from heliabuild.scons.scanners import sidecar_scanner
 from heliabuild.scons.signatures import VELA_DISTRIBUTION, VELA_VERSION, add_stage_dependencies, installed_version
 from heliabuild.vela.configs import resolve_config
@@ -227,7 +227,7 @@ def _check_written(targets: Sequence[Node], written: Sequence[os.PathLike[str]])
 def vela_builder() -> Builder:
     """A new HeliaVela builder (see the module docstring for its contract)."""
     return Builder(
-        action=Action(vela_action, cmdstr=f"${COMSTR}", varlist=list(OPTIONS)),
+        action=stage_action(vela_action, COMSTR, list(OPTIONS)),
         emitter=vela_emitter,
         source_scanner=sidecar_scanner(),
         suffix=TARGET_SUFFIX,

@@ -45,6 +45,8 @@ from heliabuild.vela.streams import NPU_OPERATOR
 
 NPU_TARGET = "NPU"
 CPU_TARGET = "CPU"
+PLACEHOLDER_PREFIX = "placeholder-for-"
+"""How Vela names the row of an operator with no output tensor (ASSIGN_VARIABLE): such a row names nothing."""
 
 
 def _outputs(model: Model, op: schema.OperatorT) -> list[str]:
@@ -64,16 +66,31 @@ def per_layer_mismatch(model: Model, rows: Sequence[PerLayerRow]) -> str | None:
     """None when every `CPU` row of `rows` names, in order, the output of an operator of `model` (the model
     Vela compiled); else the first row that does not."""
     operators = model.subgraphs[0].operators or []
+    elsewhere = _other_subgraph_outputs(model)
     position = 0
     for row in rows:
         if row.target != CPU_TARGET:
             continue
-        while position < len(operators) and row.name not in _outputs(model, operators[position]):
-            position += 1
-        if position == len(operators):
+        found = position
+        while found < len(operators) and row.name not in _outputs(model, operators[found]):
+            found += 1
+        if found < len(operators):
+            position = found + 1
+        elif row.name not in elsewhere and not row.name.startswith(PLACEHOLDER_PREFIX):
             return f"{_row(row)} names no operator output of the model after the previous CPU row's"
-        position += 1
     return None
+
+
+def _other_subgraph_outputs(model: Model) -> set[str]:
+    """The output names of the operators of every subgraph but the first: Vela writes the rows of each
+    subgraph it places on the NPU (a CALL_ONCE initialization subgraph of VAR_HANDLE and ASSIGN_VARIABLE
+    passthroughs, say), and a CPU row of one of those belongs to the model too."""
+    names: set[str] = set()
+    for graph in model.subgraphs[1:]:
+        tensors = graph.tensors or []
+        for op in graph.operators or []:
+            names.update(tensor_name(tensors[t]) for t in indices(op.outputs) if t >= 0)
+    return names
 
 
 def compiled_per_layer_mismatch(compiled: Model, rows: Sequence[PerLayerRow]) -> str | None:

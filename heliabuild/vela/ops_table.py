@@ -1,16 +1,15 @@
 """The operator table of a model (`heliabuild ops MODEL [--vela-per-layer CSV]`).
 
-One row per operator of the model's first subgraph, in execution order: the original index (the one
-`fence --after-ops` and fence plans use; None for an ETHOS_U_STREAM_SPLIT fence), the stable id
-(heliabuild.model.ids), the type, and each output's shape and dtype. Given Vela's per-layer CSV of the
+One row per operator of the model's first subgraph, in execution order: the original index (the one `fence
+--after-ops` and fence plans use; None for an ETHOS_U_STREAM_SPLIT fence), the stable id (heliabuild.model.ids; the
+last column of the terminal table), the type, and each output's shape and dtype. Given Vela's per-layer CSV of the
 model, each row also has the sum of Vela's estimated `Op Cycles` of the CSV rows attributed to the operator
-(heliabuild.vela.attribution) and where they run: `NPU`, `CPU`, `NPU+CPU`, or None when no row is
-attributed to it (then the cycles are None too). The CSV must be bound to the model
-(heliabuild.aot.stage.check_per_layer_binding) and every one of its rows attributed to an operator: a row
-that belongs to none means a CSV of another model (the binding checks the names of the rows Vela left on
-the CPU, and a model all on the NPU has none), so a table never shows part of Vela's cycles as the whole.
-Vela's compiled model (holding `ethos-u` operators) with a CSV is refused: the CSV names the operators of
-the model Vela compiled.
+(heliabuild.vela.attribution) and where they run: `NPU`, `CPU`, `NPU+CPU`, or None when no row is attributed to it
+(then the cycles are None too). The CSV must be bound to the model (heliabuild.aot.stage.check_per_layer_binding)
+and every one of its rows attributed to an operator: a row that belongs to none means a CSV of another model (the
+binding checks the names of the rows Vela left on the CPU, and a model all on the NPU has none), so a table never
+shows part of Vela's cycles as the whole. Vela's compiled model (holding `ethos-u` operators) with a CSV is refused:
+the CSV names the operators of the model Vela compiled.
 """
 
 from __future__ import annotations
@@ -155,15 +154,17 @@ def format_table(rows: list[OperatorRow], fmt: str = "text") -> str:
         raise HeliaError(f"ops --format: found {fmt!r}, expected one of {', '.join(FORMATS)}")
     if fmt == "json":
         return json_text({"operators": [row.to_json() for row in rows]})
-    header = ["index", "id", "type", "outputs", "vela_estimated_cycles", "placement"]
+    # The stable id last: a real model's ids run to hundreds of characters (TFLite names an operator by
+    # every tensor name fused into it), which would push every other column off the screen.
+    header = ["index", "type", "outputs", "vela_estimated_cycles", "placement", "id"]
     cells = [
         [
             "-" if row.index is None else str(row.index),
-            row.id,
             row.type,
             ", ".join(output.text() for output in row.outputs) or "-",
             "-" if row.estimated_cycles is None else str(row.estimated_cycles),
             row.placement or "-",
+            row.id,
         ]
         for row in rows
     ]

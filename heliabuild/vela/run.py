@@ -34,6 +34,7 @@ from heliabuild.locks import acquire, is_held, locked
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, load_model, model_sha256
 from heliabuild.paths import check_outputs
+from heliabuild.progress import activity
 from heliabuild.schema_files import validate
 from heliabuild.vela.configs import packaged_config_folder, resolve_config
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_memory_mode, default_system_config, output_names
@@ -127,15 +128,15 @@ class VelaOptions:
         files = self.config or _default_config()
         sections = {section for path in files for section in _ini_sections(path)}
         for option, kind, name in (
-            ("--system-config", "System_Config", self.system_config),
-            ("--memory-mode", "Memory_Mode", self.memory_mode),
+            ("system config", "System_Config", self.system_config),
+            ("memory mode", "Memory_Mode", self.memory_mode),
         ):
             if name is not None and files and f"{kind}.{name}" not in sections:
                 known = sorted(s.partition(".")[2] for s in sections if s.startswith(f"{kind}."))
                 nearest = [k for k in known if k.lower().startswith(name.lower())]
                 nearest = nearest or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
                 raise VelaError(
-                    f"{', '.join(files)}: no [{kind}.{name}] section for {option} {name}; "
+                    f"{', '.join(files)}: no [{kind}.{name}] section for the {option} {name!r}; "
                     f"the file defines {', '.join(known) or f'no {kind} section'}"
                     + (f"; did you mean {nearest[0]!r}?" if nearest else "")
                 )
@@ -376,7 +377,8 @@ def _run_vela(model: Path, work: Path, options: VelaOptions) -> str:
     command = [sys.executable, "-m", "ethosu.vela", str(model.resolve()), "--output-dir", str(work.resolve())]
     command += options.arguments()
     try:
-        run = subprocess.run(command, cwd=work, capture_output=True, text=True, check=False)
+        with activity(f"vela {model.name}"):
+            run = subprocess.run(command, cwd=work, capture_output=True, text=True, check=False)
     except OSError as error:
         raise VelaError(f"{model}: cannot start Vela: {error}") from None
     output = run.stdout + run.stderr
@@ -407,8 +409,14 @@ def _report(
         compiled = load_model(produced["model"])
     except HeliaError as error:
         raise VelaError(f"{model}: Vela wrote a model heliabuild cannot read: {error.message}") from None
-    rows = read_per_layer(produced["per_layer"])
-    summary = read_summary(produced["summary"])
+    try:
+        rows = read_per_layer(produced["per_layer"])
+        summary = read_summary(produced["summary"])
+    except VelaError as error:  # named by the output it would have become, not the vanished work folder
+        raise VelaError(
+            f"{model}: Vela wrote a CSV heliabuild cannot read: {_without_work_folder(error.message, produced)}",
+            error.hint,
+        ) from None
     segments, coverage, attributions = estimate_segments(loaded, rows)
     after_ops, _ = fence_after_ops(loaded)
     return SegmentsReport(
@@ -428,6 +436,13 @@ def _report(
         sram_memory_used_kib=summary.sram_memory_used_kib,
         off_chip_flash_memory_used_kib=summary.off_chip_flash_memory_used_kib,
     )
+
+
+def _without_work_folder(message: str, produced: dict[str, Path]) -> str:
+    """`message` with each work-folder path of `produced` shortened to its file name."""
+    for path in produced.values():
+        message = message.replace(str(path), path.name)
+    return message
 
 
 def _warnings(output: str, report: SegmentsReport, fence_outputs: frozenset[str]) -> tuple[str, ...]:

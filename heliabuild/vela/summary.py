@@ -20,13 +20,15 @@ _TEXT = {
 _NUMBERS = {
     "core_clock": "core_clock_hz",
     "inference_time": "inference_time_s",
-    "inferences_per_second": "inferences_per_second",
     "nn_macs": "nn_macs",
     "cycles_npu": "cycles_npu",
     "cycles_total": "cycles_total",
     "sram_memory_used": "sram_memory_used_kib",
     "off_chip_flash_memory_used": "off_chip_flash_memory_used_kib",
 }
+_RATES = {"inferences_per_second": "inferences_per_second"}
+"""Columns Vela computes as 1 / inference time: `nan` for a model it places wholly on the CPU (no NPU time),
+read as None (not known), never as a number."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class VelaSummary:
     memory_mode: str
     core_clock_hz: float
     inference_time_s: float
-    inferences_per_second: float
+    inferences_per_second: float | None
     nn_macs: float
     cycles_npu: float
     cycles_total: float
@@ -79,15 +81,17 @@ def parse_summary(text: str, source: str = "summary CSV") -> VelaSummary:
     if len(rows) != 1:
         raise VelaError(f"{source}: a Vela summary CSV has one data row, this one has {len(rows)}")
     row = rows[0]
-    missing = [column for column in (*_TEXT, *_NUMBERS) if row.get(column) is None]
+    missing = [column for column in (*_TEXT, *_NUMBERS, *_RATES) if row.get(column) is None]
     if missing:
         raise VelaError(f"{source}: not a Vela summary CSV: missing column(s) {shown(missing)}")
     values: dict[str, Any] = {field: row[column] for column, field in _TEXT.items()}
-    for column, field in _NUMBERS.items():
+    for column, field in (*_NUMBERS.items(), *_RATES.items()):
         try:
             values[field] = float(row[column])
         except ValueError:
             raise VelaError(f"{source}: column {column!r} is {shown(row[column])}, not a number") from None
-        if not math.isfinite(values[field]):
+        if column in _RATES and math.isnan(values[field]):
+            values[field] = None
+        elif not math.isfinite(values[field]):
             raise VelaError(f"{source}: column {column!r} is {shown(row[column])}, not a finite number")
     return VelaSummary(**values, fields=dict(row))
