@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import require_firmware_tools
 from helpers.nginx import Nginx, free_port, running_nginx
-from test_scons import SITE_TOOLS, output_of, scons_command
+from test_scons import SITE_TOOLS, heliabuild_lines, output_of, scons_command
 from test_scons_pipeline import snapshot
 
 from heliabuild.cache.layout import CacheEntry
@@ -77,8 +77,7 @@ def built(project: Path, *arguments: str, **environment: str) -> subprocess.Comp
 
 
 def stage_lines(result: subprocess.CompletedProcess[str]) -> set[str]:
-    lines = output_of(result).splitlines()
-    return {line for line in lines if line.startswith("heliabuild: ") and line.split(" ")[1] != "warning:"}
+    return {line for line in heliabuild_lines(result, "heliabuild: ") if line.split(" ")[1] != "warning:"}
 
 
 def cache_warnings(result: subprocess.CompletedProcess[str]) -> list[str]:

@@ -52,12 +52,12 @@ def project(folder: Path, calls: str = SWEEP, measured: int = 2) -> Path:
 
 
 def started(result: subprocess.CompletedProcess[str], stage: str, under: str = "") -> list[str]:
-    """The targets of the `heliabuild: <stage> <target>` start lines, those under `under` if given.
+    """The targets of the `heliabuild: [k/n] <stage> <target>` start lines, those under `under` if given.
 
     Found anywhere in the output, not only at line starts: with -j, a stage's print() of a second line (the
     plan's `: <n> fences`) writes its text and its newline separately, and another thread's line can come
     between them."""
-    pattern = re.compile(rf"heliabuild: {re.escape(stage)} (\S+?)(?=heliabuild:|\s|$)")
+    pattern = re.compile(rf"heliabuild: (?:\[\d+/\d+\] )?{re.escape(stage)} (\S+?)(?=heliabuild:|\s|$)")
     targets = [match.group(1) for match in pattern.finditer(output_of(result))]
     return [target for target in targets if not target.endswith(":") and target.startswith(under)]
 
