@@ -15,7 +15,7 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 
 from heliabuild.locks import LockError, acquire, release
-from heliabuild.scons import aot, fence, firmware, pipeline, plan, runner, summary, synth, vela
+from heliabuild.scons import aot, executor, fence, firmware, pipeline, plan, runner, summary, synth, vela
 
 BUILDERS = {
     aot.BUILDER_NAME: aot.aot_builder,
@@ -56,6 +56,8 @@ def generate(env: Environment) -> None:
     pipelines (heliabuild.scons.summary).
     """
     disable_max_drift()
+    executor.add_options()
+    executor.executor()  # a bad --helia-executor stops the build before anything runs
     lock_the_build(env)
     summary.install()
     for module in (aot, fence, firmware, plan, runner, synth, vela):
