@@ -100,6 +100,7 @@ def test_a_changed_or_missing_input_is_refused(tmp_path: Path) -> None:
     missing = execute(job.to_json(), {}, Inputs())
     assert missing.failure is not None and "was neither shipped nor given by path" in missing.failure.message
 
+
 def test_a_stage_error_names_the_clients_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     Path("build").mkdir()
