@@ -224,7 +224,7 @@ def test_a_job_no_worker_can_take_is_one_clear_error(cluster: Cluster, tmp_path:
     assert "run build/chain0-fvp/results/chain0-fvp/: no worker of the Dask scheduler at" in lines[0]
     assert "it needs the resources fvp=1" in lines[0] and "qemu=1" in lines[0]
     assert '--resources "fvp=1"' in lines[0]
-    assert not (folder / "build" / "chain0-fvp" / "results").exists()
+    assert list((folder / "build" / "chain0-fvp").glob("results/**/*.json")) == []
     assert time.monotonic() - started < 120
 
 
@@ -274,7 +274,9 @@ def test_the_scheduler_going_away_is_one_clear_error_and_the_next_build_resumes(
         resumed = run_scons(folder, "-j2", f"--helia-executor={second.url}")
     assert resumed.returncode == 0, output_of(resumed)
     rebuilt = sorted(line.split("/")[1] for line in heliabuild_lines(resumed) if line.startswith("heliabuild: vela "))
-    assert rebuilt == sorted(name for name, present in built.items() if not present), output_of(resumed)
+    pipelines = [f"chain0-{fences}-ethos-u55-{macs}" for fences in ("plain", "3", "3x6") for macs in (64, 128)]
+    assert any(built.values())  # the first build had compiled some, which the second does not compile again
+    assert rebuilt == sorted(name for name in pipelines if not built.get(name)), output_of(resumed)
     assert all(vela_groups_complete_or_absent(build).values())
 
 

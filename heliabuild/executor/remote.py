@@ -19,6 +19,7 @@ key is the job's key, so a job already running on the cluster is not run twice.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -77,7 +78,12 @@ class DaskExecutor:
         self._lock = threading.Lock()
 
     def _unreachable(self, failure: BaseException | str) -> SchedulerUnreachable:
-        why = failure if isinstance(failure, str) else f"{type(failure).__name__}: {failure}".rstrip(": ")
+        from distributed.client import FutureCancelledError
+
+        if isinstance(failure, FutureCancelledError):
+            failure = "the connection to it was lost"
+        text = failure if isinstance(failure, str) else f"{type(failure).__name__}: {failure}".rstrip(": ")
+        why = text.strip().splitlines()[0] if text.strip() else "no reason given"
         return SchedulerUnreachable(f"the Dask scheduler at {self.address} cannot be reached ({why})", hint=START_HINT)
 
     def _connect(self) -> Any:
@@ -92,6 +98,9 @@ class DaskExecutor:
                         hint="pip install 'heliabuild[dask]'",
                     ) from None
                 dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"})
+                # A lost scheduler is reported once, as an ExecutorError; the client's own log of its reconnection
+                # attempts (tracebacks on stderr) would bury that line.
+                logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
                 try:
                     self._client = Client(self.scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
                 except (OSError, TimeoutError) as failure:
@@ -102,7 +111,7 @@ class DaskExecutor:
         """Each worker's address -> its resources, as the scheduler knows them now."""
         client = self._connect()
         if client.status != "running":
-            raise self._unreachable(f"the client lost it and is {client.status}")
+            raise self._unreachable("the connection to it was lost")
         try:
             info = client.scheduler_info(n_workers=-1)
         except (OSError, TimeoutError) as failure:
