@@ -6,9 +6,9 @@ The sweep is 2 synthetic chain models x 3 fence sets x 4 Ethos-U55 sizes, backen
 fence, Vela, aot-plan, runner, run). Each round builds it from clean three times, alternating: with the
 local executor and `-j2`; with `--helia-executor=dask://...` and `-j<dask jobs>` (default 4: two jobs on the
 workers while the stages that stay on the client run beside them); and, as the control, locally with that
-same `-j<dask jobs>`, which tells a gain of the cluster from a gain of running more at once. The cluster is one `dask scheduler` and
-two `dask worker --nthreads 1` on 127.0.0.1, on the same machine, so the ratio shows the cost of the Dask
-path rather than a gain; on a real cluster the Vela jobs spread over its machines.
+same `-j<dask jobs>`, which tells a gain of the cluster from a gain of running more at once. The cluster is
+one `dask scheduler` and two `dask worker --nthreads 1` on 127.0.0.1, on the same machine: the ratio shows
+what the Dask path costs or saves on one machine; on a real cluster the Vela jobs spread over its machines.
 
 Per-job overhead: the round trip of an `echo` job (one 1 KiB input copied to one output: no stage work) on
 the cluster against the same job with the local executor, interleaved; target <= 100 ms for the Dask path.
@@ -87,14 +87,11 @@ def sweep_rows(root: Path, url: str, rounds: int, dask_jobs: int) -> None:
         runs[f"local -j{dask_jobs}"].append(clean_build_seconds(folder, f"-j{dask_jobs}"))
     for name, seconds in runs.items():
         print(f"24-point sweep from clean, {name + ':':<14} {spread(seconds)}")
-    dask, local = runs[f"Dask -j{dask_jobs}"], runs["local -j2"]
-    print(
-        f"ratio Dask (2 workers, -j{dask_jobs}) / local -j2, per round: {spread([d / h for d, h in zip(dask, local)], 'x')}"
-    )
-    control = runs[f"local -j{dask_jobs}"]
-    print(
-        f"ratio Dask / local at the same -j{dask_jobs}, per round: {spread([d / h for d, h in zip(dask, control)], 'x')}"
-    )
+    dask, local, control = runs[f"Dask -j{dask_jobs}"], runs["local -j2"], runs[f"local -j{dask_jobs}"]
+    against_local = spread([d / h for d, h in zip(dask, local, strict=True)], "x")
+    against_control = spread([d / h for d, h in zip(dask, control, strict=True)], "x")
+    print(f"ratio Dask (2 workers, -j{dask_jobs}) / local -j2, per round: {against_local}")
+    print(f"ratio Dask / local at the same -j{dask_jobs}, per round: {against_control}")
 
 
 def overhead_rows(root: Path, url: str, jobs: int) -> None:
