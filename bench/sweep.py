@@ -69,8 +69,11 @@ def clean_build_seconds(folder: Path, *arguments: str) -> float:
         database.unlink()
     environment = {key: value for key, value in os.environ.items() if key not in ("SCONSFLAGS", "HELIA_EXECUTOR")}
     start = time.perf_counter()
-    subprocess.run([*scons_command(), "-Q", *arguments], cwd=folder, env=environment, check=True, capture_output=True)
-    return time.perf_counter() - start
+    run = subprocess.run([*scons_command(), "-Q", *arguments], cwd=folder, env=environment, capture_output=True)
+    seconds = time.perf_counter() - start
+    if run.returncode != 0:
+        sys.exit(f"scons {' '.join(arguments)} failed:\n{run.stdout.decode()}{run.stderr.decode()}")
+    return seconds
 
 
 def spread(values: list[float], unit: str = " s", scale: float = 1.0) -> str:

@@ -27,10 +27,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from heliabuild.documents import read_regular_file
 from heliabuild.executor.job import ExecutorError, Job, Result, SchedulerUnreachable
 from heliabuild.executor.stages import Files
 from heliabuild.executor.versions import tool_versions
-from heliabuild.executor.worker import Inputs, execute
+from heliabuild.executor.worker import MAX_INPUT_BYTES, Inputs, execute
 
 SCHEME = "dask://"
 POLL_S = 0.5
@@ -142,7 +143,7 @@ class DaskExecutor:
             if self.shared is not None and real.is_relative_to(self.shared):
                 paths[item.sha256] = str(real)
             else:
-                blobs[item.sha256] = real.read_bytes()
+                blobs[item.sha256] = read_regular_file(real, f"job input {item.name}", limit=MAX_INPUT_BYTES)
         return Inputs(blobs=blobs, paths=paths)
 
     def run(self, job: Job, files: Files) -> Result:
