@@ -189,6 +189,7 @@ def test_jobs_are_routed_by_resource(cluster: Cluster, cluster_sweep: ClusterSwe
     assert all(line["required_resources"] == {"qemu": 1.0} for line in runs)
     assert {line["worker"] for line in runs} == {qemu}
     assert all(line["worker_resources"] == {"qemu": 1.0} for line in runs)
+    assert all(line["worker_versions"]["qemu-system-arm"] for line in runs)  # the worker reported its QEMU
     vela = [line for line in journal if line["function"] == "vela" and not line["failed"]]
     links = [line for line in journal if line["function"] == "firmware-link" and not line["failed"]]
     assert len(vela) == 26 and len(links) == 2

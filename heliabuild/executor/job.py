@@ -126,26 +126,27 @@ class Failure:
 
 @dataclass(frozen=True)
 class Result:
-    """What running a job gave: each output file's bytes by name (empty on failure), the stage's warnings
-    and log, the failure (None on success), and where it ran (`local` or the worker's address) with that
-    worker's resources and the seconds it took there (neither goes into any output)."""
+    """What running a job gave: each output file's bytes by name (empty on failure), what the stage said (its
+    warnings, the log a caller prints), the failure (None on success), and where it ran: `local` or the
+    worker's address, that worker's resources, its versions of the job's tools and the seconds the job took
+    there (none of which goes into any output)."""
 
     outputs: Mapping[str, bytes]
     warnings: tuple[str, ...] = ()
-    log: str = ""
     failure: Failure | None = None
     worker: str = "local"
     resources: Mapping[str, float] = field(default_factory=dict)
+    versions: Mapping[str, str | None] = field(default_factory=dict)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "outputs": {name: base64.b64encode(data).decode("ascii") for name, data in sorted(self.outputs.items())},
             "warnings": list(self.warnings),
-            "log": self.log,
             "failure": None if self.failure is None else self.failure.to_json(),
             "worker": self.worker,
             "resources": dict(self.resources),
+            "versions": dict(self.versions),
             "seconds": self.seconds,
         }
 
@@ -157,9 +158,9 @@ class Result:
                 check_name(str(name), "output"): base64.b64decode(data) for name, data in document["outputs"].items()
             },
             warnings=tuple(str(text) for text in document["warnings"]),
-            log=str(document["log"]),
             failure=None if failure is None else Failure.from_json(failure),
             worker=str(document["worker"]),
             resources={str(name): float(amount) for name, amount in document["resources"].items()},
+            versions={str(name): None if value is None else str(value) for name, value in document["versions"].items()},
             seconds=float(document["seconds"]),
         )

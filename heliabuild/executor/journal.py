@@ -31,6 +31,7 @@ def record(path: str | os.PathLike[str], job: Job, result: Result, executor: str
         "executor": executor,
         "worker": result.worker,
         "worker_resources": dict(result.resources),
+        "worker_versions": dict(result.versions),
         "seconds": round(result.seconds, 6),
         "failed": result.failure is not None,
     }

@@ -93,10 +93,9 @@ def execute(
     the job's tools on the client (empty: nothing to compare, the client runs it itself)."""
     started = time.perf_counter()
     job = Job.from_json(document)
-    shown = {"worker": where, "resources": dict(resources or {})}
-    differ = mismatches(
-        {name: client_versions[name] for name in job.tools if name in client_versions}, tool_versions(job.tools)
-    )
+    versions = tool_versions(job.tools)
+    shown = {"worker": where, "resources": dict(resources or {}), "versions": versions}
+    differ = mismatches({name: client_versions[name] for name in job.tools if name in client_versions}, versions)
     if differ:
         failure = Failure(
             ExecutorError.__name__,

@@ -8,7 +8,8 @@ Contract:
   that very model (`<stem>_per-layer.csv`, the second target of HeliaVela).
 - Target: one fence-plan JSON (default `<model stem>_fence_plan.json` beside
   the model), written by `heliabuild.planning.plan_fences` with
-  `heliabuild.files.write_json`; it is bound to the model (its SHA-256,
+  `heliabuild.files.write_json` in a `plan-fences` job of the build's
+  executor (heliabuild.scons.executor); it is bound to the model (its SHA-256,
   operator count, and each fence's tensor name and opcode) and records the
   budget and the coverage of Vela's estimate. HeliaFence takes it as its
   second source.

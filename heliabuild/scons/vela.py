@@ -26,9 +26,11 @@ Contract:
 - Rebuilds when the model's (or the sidecar's, or a config file's) content,
   an option, the action's code, or the heliabuild / ai-edge-litert version or
   the recorded Vela version `HELIA_VELA_VERSION` (Value dependencies) change.
-- Runs heliabuild.vela.compile, which works in a temporary folder and moves
-  each output into place, so an interrupted run leaves each target complete
-  or absent. Prints `$HELIA_VELACOMSTR` (default `heliabuild: vela $TARGET`)
+- Runs heliabuild.vela.compile as a `vela` job of the build's executor
+  (heliabuild.scons.executor: here, or on a Dask worker), in a private
+  folder; the four outputs are written over the targets all or nothing, so
+  an interrupted run leaves each target complete or absent. Prints
+  `$HELIA_VELACOMSTR` (default `heliabuild: vela $TARGET`)
   and each of Vela's warnings once per SCons run (see
   heliabuild.scons.messages.stage_warnings). A HeliaError (an unreadable
   model, an unknown accelerator, a missing config file, Vela's own refusal)
