@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -248,6 +249,41 @@ def test_a_worker_whose_tools_differ_refuses_the_job_naming_both_versions(cluste
     assert result.failure is not None and result.failure.kind == "ExecutorError"
     assert f"heliabuild: 0.0.1+other on the client, {heliabuild_version()} on the worker" in result.failure.message
     assert "refused by worker tcp://127.0.0.1:" in result.failure.message
+
+
+def test_a_worker_with_other_heliabuild_code_refuses_the_build_naming_both_versions(tmp_path: Path) -> None:
+    import heliabuild
+    from heliabuild.executor.versions import heliabuild_version
+
+    other = tmp_path / "other" / "heliabuild"  # this heliabuild's code with one line more, as another checkout
+    shutil.copytree(Path(heliabuild.__file__).parent, other, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(other / "executor" / "job.py", "a", encoding="utf-8") as stream:
+        stream.write("# another checkout\n")
+    folder = project(tmp_path / "project", models=["chain0"], fences=[None], accelerators=["ethos-u55-64"], qemu=[])
+    with running_cluster(tmp_path / "cluster", {}) as cluster:
+        cluster.start_worker("other", environment={"PYTHONPATH": str(other.parent)})
+        result = on_cluster(folder, cluster)
+    assert result.returncode != 0
+    lines = error_lines(result)
+    assert len(lines) == 1, output_of(result)
+    assert "vela build/chain0-plain-ethos-u55-64/chain0_vela.tflite: refused by worker tcp://127.0.0.1:" in lines[0]
+    client = heliabuild_version()
+    assert f"heliabuild: {client} on the client, {client.split('+')[0]}+" in lines[0]
+    assert lines[0].split(" on the worker")[0].rsplit("+", 1)[1] != client.split("+")[1]
+    assert list((folder / "build").rglob("*_vela.tflite")) == []
+
+
+def test_a_scheduler_that_is_not_there_is_one_clear_error(tmp_path: Path) -> None:
+    from helpers.dask_cluster import free_port
+
+    folder = project(tmp_path / "project", models=["chain0"], fences=[None], accelerators=["ethos-u55-64"], qemu=[])
+    url = f"dask://127.0.0.1:{free_port()}"
+    result = run_scons(folder, f"--helia-executor={url}")
+    assert result.returncode == 2
+    assert "Traceback" not in output_of(result)
+    lines = error_lines(result)
+    assert len(lines) == 1 and lines[0].startswith(f"heliabuild: error: the Dask scheduler at {url} cannot be reached")
+    assert list((folder / "build").rglob("*_vela.tflite")) == []
 
 
 def test_the_scheduler_going_away_is_one_clear_error_and_the_next_build_resumes(tmp_path: Path) -> None:

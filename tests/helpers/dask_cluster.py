@@ -45,10 +45,15 @@ class Cluster:
         """The executor URL heliabuild takes: `dask://127.0.0.1:<port>`."""
         return f"dask://127.0.0.1:{self.port}"
 
-    def _spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, command: list[str], environment: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         self.folder.mkdir(parents=True, exist_ok=True)
         log = open(self.folder / f"{name}.log", "ab")  # noqa: SIM115 - the process owns it until it ends
-        return subprocess.Popen(command, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            command, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **(environment or {})},
+        )  # fmt: skip
 
     def start_scheduler(self) -> None:
         command = _dask("scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard")
@@ -61,15 +66,16 @@ class Cluster:
             assert time.monotonic() < deadline, "the scheduler did not start"
             time.sleep(0.1)
 
-    def start_worker(self, name: str, resources: str | None = None) -> None:
-        """Start worker `name` (with `--resources`, e.g. "qemu=1") and wait until the scheduler has it."""
+    def start_worker(self, name: str, resources: str | None = None, environment: dict[str, str] | None = None) -> None:
+        """Start worker `name` (with `--resources`, e.g. "qemu=1", and `environment` added to this process's)
+        and wait until the scheduler has it."""
         command = _dask(
             "worker", self.address, "--name", name, "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard",
             "--no-nanny", "--local-directory", str(self.folder / f"scratch-{name}"),
         )  # fmt: skip
         if resources:
             command += ["--resources", resources]
-        self.workers[name] = self._spawn(f"worker-{name}", command)
+        self.workers[name] = self._spawn(f"worker-{name}", command, environment)
         deadline = time.monotonic() + START_TIMEOUT_S
         while name not in self.worker_addresses():
             assert self.workers[name].poll() is None, (self.folder / f"worker-{name}.log").read_text()
