@@ -21,12 +21,12 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from SCons.Errors import UserError
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
+from heliabuild.executor import Executor, executor_for
 from heliabuild.executor.job import ExecutorError, Job, Result, SchedulerUnreachable
 from heliabuild.files import remove_files, write_all_or_nothing
 from heliabuild.scons.messages import EXIT_BAD_INPUT, report_failure, stage_failed
@@ -36,7 +36,7 @@ SHARED_OPTION = "helia_shared_path"
 JOURNAL = ".sconsign.heliabuild.executor.jsonl"
 """The journal of the jobs a non-local executor ran, in the top folder."""
 
-_chosen: list[Any] = []
+_chosen: list[Executor] = []
 _lock = threading.Lock()
 _reported: set[str] = set()
 
@@ -65,12 +65,10 @@ def add_options() -> None:
     )
 
 
-def executor() -> Any:
+def executor() -> Executor:
     """The executor of this SCons run (heliabuild.executor.executor_for of the options); a UserError for a
     URL that names none. Chosen once, closed when SCons exits."""
     from SCons.Script import GetOption
-
-    from heliabuild.executor import executor_for
 
     with _lock:
         if not _chosen:
