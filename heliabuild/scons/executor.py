@@ -112,8 +112,9 @@ def _run(job: Job, files: dict[str, Path]) -> Result:
     result = chosen.run(job, files)
     if chosen.address != LOCAL:
         record(_journal_path(), job, result, chosen.address)
-    if result.failure is not None:
-        raise HeliaError(result.failure.message, hint=result.failure.hint)
+    if result.failure is not None:  # an ExecutorError of the worker (tools differ) stays one, for _first_report
+        kind = ExecutorError if result.failure.kind == ExecutorError.__name__ else HeliaError
+        raise kind(result.failure.message, hint=result.failure.hint)
     return result
 
 
