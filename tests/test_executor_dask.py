@@ -251,6 +251,31 @@ def test_a_worker_whose_tools_differ_refuses_the_job_naming_both_versions(cluste
     assert "refused by worker tcp://127.0.0.1:" in result.failure.message
 
 
+def test_inputs_in_the_shared_folder_travel_by_path_and_a_changed_one_is_refused(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    from heliabuild.executor.remote import DaskExecutor
+    from heliabuild.executor.stages import echo_job
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    source = shared / "in.bin"
+    source.write_bytes(b"first")
+    job, files = echo_job({str(source): "out.bin"})
+    executor = DaskExecutor(cluster.url, shared=shared)
+    try:
+        sent = executor._inputs(job, files)
+        assert sent.blobs == {} and sent.paths == {job.inputs[0].sha256: str(source.resolve())}
+        assert executor.run(job, files).outputs == {"out.bin": b"first"}
+        source.write_bytes(b"changed")  # after the job was described: the worker reads it and refuses
+        changed = executor.run(job, files)
+    finally:
+        executor.close()
+    assert changed.outputs == {} and changed.failure is not None
+    assert f"job input {job.inputs[0].name}: {source.resolve()} has sha256" in changed.failure.message
+    assert "the file changed after the job was described" in changed.failure.message
+
+
 def test_a_worker_with_other_heliabuild_code_refuses_the_build_naming_both_versions(tmp_path: Path) -> None:
     import heliabuild
     from heliabuild.executor.versions import heliabuild_version
@@ -322,4 +347,9 @@ def test_an_executor_that_is_not_one_is_one_clear_error(tmp_path: Path) -> None:
     result = run_scons(folder, "--helia-executor=http://127.0.0.1:8786")
     assert result.returncode == 2, output_of(result)
     assert "heliabuild: executor 'http://127.0.0.1:8786' is not `local` or dask://host:port" in output_of(result)
+    assert not (folder / "build").exists()
+    missing = tmp_path / "no-such-folder"
+    result = run_scons(folder, "--helia-executor=dask://127.0.0.1:8786", f"--helia-shared-path={missing}")
+    assert result.returncode == 2, output_of(result)
+    assert f"heliabuild: the shared input folder {missing} is not a folder" in output_of(result)
     assert not (folder / "build").exists()
