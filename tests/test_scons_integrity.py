@@ -180,14 +180,16 @@ def test_an_edit_keeping_an_old_mtime_rebuilds_unless_the_user_sets_max_drift(tm
 
 def test_a_second_build_at_once_waits_for_the_first_and_removes_nothing_of_it(tmp_path: Path, big_model: Path) -> None:
     project = make_big_project(tmp_path / "project", big_model)
-    environment = {key: value for key, value in os.environ.items() if key != "SCONSFLAGS"}
+    jobs = tmp_path / "tmp"  # Vela runs in its job's private folder (heliabuild.executor.worker), under TMPDIR
+    jobs.mkdir()
+    environment = {key: value for key, value in os.environ.items() if key != "SCONSFLAGS"} | {"TMPDIR": str(jobs)}
     first = subprocess.Popen(
         scons_command(), cwd=project, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     build = project / "build"
     deadline = time.monotonic() + 90
     try:
-        while not list(build.glob(f".{BIG}_fenced.vela-*")):
+        while not list(jobs.glob(f"heliabuild-job-*/build/.{BIG}_fenced.vela-*")):
             assert first.poll() is None, "scons ended before Vela started"
             assert time.monotonic() < deadline, "Vela did not start"
             time.sleep(0.005)

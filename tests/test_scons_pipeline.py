@@ -503,6 +503,10 @@ def assert_complete_or_absent(build: Path) -> None:
 def interrupt_while_vela_runs(project: Path, sent: signal.Signals) -> subprocess.CompletedProcess[str]:
     """Start `scons` in its own process group, send `sent` to the group while Vela runs, and wait for the end."""
     environment = {key: value for key, value in os.environ.items() if key != "SCONSFLAGS"}
+    # Vela runs in the private folder of its job (heliabuild.executor.worker), under the temporary folder.
+    jobs = project.parent / "tmp"
+    jobs.mkdir(exist_ok=True)
+    environment["TMPDIR"] = str(jobs)
     process = subprocess.Popen(
         scons_command(),
         cwd=project,
@@ -512,10 +516,9 @@ def interrupt_while_vela_runs(project: Path, sent: signal.Signals) -> subprocess
         text=True,
         start_new_session=True,
     )
-    build = project / "build"
     deadline = time.monotonic() + 90
     try:
-        while not list(build.glob(f".{BIG}_fenced.vela-*")):
+        while not list(jobs.glob(f"heliabuild-job-*/build/.{BIG}_fenced.vela-*")):
             assert process.poll() is None, "scons ended before Vela started"
             assert time.monotonic() < deadline, "Vela did not start"
             time.sleep(0.005)

@@ -67,6 +67,7 @@ __all__ = [
     "discard_bundle",
     "output_files",
     "previous_path",
+    "publish_bundle",
     "sanitize_output_name",
     "signatures_of",
     "summary_csv",
@@ -216,9 +217,17 @@ def write_bundle(
         scopes=scopes,
         vela=vela,
     )
+    return publish_bundle(target, files)
+
+
+def publish_bundle(result_dir: str | os.PathLike[str], files: Mapping[str, bytes]) -> Path:
+    """Publish the bundle `files` (relative path -> bytes, as build_bundle_files gives them, here or on
+    another machine) at `result_dir` as write_bundle does: verified in a temporary folder, then renamed into
+    place, an earlier bundle kept as `previous_path(result_dir)`. Returns the path of `result.json`."""
+    target = Path(result_dir)
     check_publish_target(target)  # before anything is written; again just before the earlier bundle is moved
     with errors_naming(target):
-        old, oldest = _publish(target, files)
+        old, oldest = _publish(target, dict(files))
     if old is not None:
         _remove_bundle(old, oldest)
     return target / RESULT_FILE

@@ -35,7 +35,7 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import FirmwareError, HeliaError
-from heliabuild.scons.leftovers import keep_folder_of
+from heliabuild.scons.leftovers import keep_folder_of, remove_leftovers
 from heliabuild.scons.messages import configuration_error, stage_comstr, stage_failed
 from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
@@ -190,12 +190,31 @@ def link_firmware(
     generated = _generated_headers(sources)
     arm.Depends(objects, [env.Value(f"firmware toolchain {_toolchain_version()}"), *_header_nodes(env), *generated])
     script = C_SOURCE_DIR / firmware_target(env.subst(f"${FIRMWARE_TARGET}")).linker_script
-    # The script's path is machine-specific; its content is a dependency instead (`$( $)` keeps the path out of
-    # the action's signature, so a CacheDir serves the ELF to another checkout).
-    program = arm.Program(node, [*objects, library], LINKFLAGS=[*arm["LINKFLAGS"], "$(", f"-T{script}", "$)"])[0]
-    arm.Depends(program, env.File(str(script)))
+    # The link is a job of the executor (heliabuild.scons.executor). The script's path is machine-specific and
+    # out of the action's signature; its content and the link flags are dependencies instead, so a CacheDir
+    # serves the ELF to another checkout.
+    link = Action(_link_action, cmdstr=f"${LINK_COMSTR}")
+    program = arm.Command(node, [*objects, library], link, HELIA_FIRMWARE_LINKER_SCRIPT=str(script))[0]
+    arm.Depends(program, [env.File(str(script)), env.Value(f"firmware link flags {' '.join(arm['LINKFLAGS'])}")])
     keep_folder_of([*objects, program])
     return program
+
+
+def _link_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Link the ELF `target[0]` from the objects and library `source` (heliabuild.firmware.toolchain.link_elf,
+    as a `firmware-link` job)."""
+    from heliabuild.executor.stages import firmware_link_job
+    from heliabuild.scons.executor import failed, run_stage
+
+    remove_leftovers(target)
+    try:
+        job, files = firmware_link_job(
+            [str(node) for node in source], env["HELIA_FIRMWARE_LINKER_SCRIPT"], str(target[0])
+        )
+        run_stage(job, files, target)
+    except HeliaError as error:
+        return failed(error, target)
+    return 0
 
 
 def module_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:

@@ -8,7 +8,8 @@ Contract:
   that very model (`<stem>_per-layer.csv`, the second target of HeliaVela).
 - Target: one fence-plan JSON (default `<model stem>_fence_plan.json` beside
   the model), written by `heliabuild.planning.plan_fences` with
-  `heliabuild.files.write_json`; it is bound to the model (its SHA-256,
+  `heliabuild.files.write_json` in a `plan-fences` job of the build's
+  executor (heliabuild.scons.executor); it is bound to the model (its SHA-256,
   operator count, and each fence's tensor name and opcode) and records the
   budget and the coverage of Vela's estimate. HeliaFence takes it as its
   second source.
@@ -28,15 +29,17 @@ Contract:
 
 from __future__ import annotations
 
+import json
+
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
-from heliabuild.files import write_json
 from heliabuild.progress import clear_status
+from heliabuild.scons.executor import failed, run_stage
 from heliabuild.scons.leftovers import remove_leftovers
-from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.messages import configuration_error, node_path, stage_comstr
 from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
@@ -96,15 +99,17 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
     line for a HeliaError.
     """
     # Imported here, not at module level: reading the SConscripts must not pay for numpy and the schema.
-    from heliabuild.planning import plan_fences
+    from heliabuild.executor.stages import plan_fences_job
 
     remove_leftovers(target)
     try:
-        plan = plan_fences(str(source[0]), str(source[1]), env[BUDGET_CYCLES], float(env[MIN_COVERAGE]))
-        write_json(str(target[0]), plan.to_json())
+        job, files = plan_fences_job(
+            str(source[0]), str(source[1]), str(target[0]), env[BUDGET_CYCLES], float(env[MIN_COVERAGE])
+        )
+        (written,) = run_stage(job, files, target).outputs.values()
     except HeliaError as error:
-        return stage_failed(error, target)
-    fences = len(plan.fences)
+        return failed(error, target)
+    fences = len(json.loads(written)["fences"])
     clear_status()
     print(f"{STAGE_PREFIX}{node_path(target[0])}: {fences} fences, {fences + 1} segments", flush=True)
     return 0

@@ -65,7 +65,7 @@ from heliabuild.scons.fvp import (
 )
 from heliabuild.scons.integrity import set_verifier
 from heliabuild.scons.leftovers import remove_leftovers
-from heliabuild.scons.messages import configuration_error, node_path, report_failure, stage_comstr, stage_failed
+from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
 from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
@@ -414,16 +414,16 @@ def run_action(target: list[Node], source: list[Node], env: Environment) -> int:
     bundle stays behind.
     """
     from heliabuild.results.bundle import check_bundle_target, discard_bundle
-    from heliabuild.runner.lifecycle import run_runner
+    from heliabuild.scons.executor import run_bundle, run_failed
 
     folder = os.path.dirname(target[0].get_abspath())
     _remove_target_folders(target)
     try:
         check_bundle_target(folder)  # before measuring: a tampered bundle is refused, not replaced
-        written = run_runner(_real_path(source[0]), folder)
+        written = run_bundle(_real_path(source[0]), folder)
     except HeliaError as error:
         discard_bundle(folder)  # an earlier bundle it may replace; never a folder of anything else
-        return report_failure(error)
+        return run_failed(error)
     missing = [str(node) for node in target if not os.path.isfile(node.get_abspath())]
     if os.path.abspath(written) != target[0].get_abspath() or missing:
         raise RuntimeError(f"{RUN_BUILDER_NAME}: wrote {written}; declared targets missing: {missing}")

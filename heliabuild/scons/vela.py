@@ -26,9 +26,11 @@ Contract:
 - Rebuilds when the model's (or the sidecar's, or a config file's) content,
   an option, the action's code, or the heliabuild / ai-edge-litert version or
   the recorded Vela version `HELIA_VELA_VERSION` (Value dependencies) change.
-- Runs heliabuild.vela.compile, which works in a temporary folder and moves
-  each output into place, so an interrupted run leaves each target complete
-  or absent. Prints `$HELIA_VELACOMSTR` (default `heliabuild: vela $TARGET`)
+- Runs heliabuild.vela.compile as a `vela` job of the build's executor
+  (heliabuild.scons.executor: here, or on a Dask worker), in a private
+  folder; the four outputs are written over the targets all or nothing, so
+  an interrupted run leaves each target complete or absent. Prints
+  `$HELIA_VELACOMSTR` (default `heliabuild: vela $TARGET`)
   and each of Vela's warnings once per SCons run (see
   heliabuild.scons.messages.stage_warnings). A HeliaError (an unreadable
   model, an unknown accelerator, a missing config file, Vela's own refusal)
@@ -39,15 +41,15 @@ Contract:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
+from heliabuild.scons.executor import failed, run_stage
 from heliabuild.scons.leftovers import clean_earlier, remove_leftovers
-from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
+from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_warnings
 from heliabuild.scons.progress import stage_action
 from heliabuild.scons.scanners import sidecar_scanner
 from heliabuild.scons.signatures import VELA_DISTRIBUTION, VELA_VERSION, add_stage_dependencies, installed_version
@@ -201,27 +203,18 @@ def vela_action(target: list[Node], source: list[Node], env: Environment) -> int
     line for a HeliaError.
     """
     # Imported here, not at module level: reading the SConscripts must not pay for numpy and the schema.
-    from heliabuild.vela import compile as vela_compile
+    from heliabuild.executor.stages import vela_job
 
     remove_leftovers(target)
     folder = os.path.dirname(str(target[0])) or os.curdir
     config = getattr(target[0].attributes, _CONFIG_PATHS, ())
     try:
-        result = vela_compile(str(source[0]), folder, config=config, **vela_options(env, target[0]))
+        job, files = vela_job(str(source[0]), folder, config=config, **vela_options(env, target[0]))
+        result = run_stage(job, files, target)  # the targets are Vela's outputs, or the job fails
     except HeliaError as error:
-        return stage_failed(error, target)
-    written = [result.model, result.per_layer_csv, result.summary_csv, result.segments_json]
-    _check_written(target, written)
+        return failed(error, target)
     stage_warnings(STAGE, target[0], result.warnings)
     return 0
-
-
-def _check_written(targets: Sequence[Node], written: Sequence[os.PathLike[str]]) -> None:
-    """Raise (an internal fault) when Vela's outputs are not the declared targets."""
-    expected = [os.path.normpath(node.get_abspath()) for node in targets]
-    actual = [os.path.normpath(os.path.abspath(path)) for path in written]
-    if expected != actual:
-        raise RuntimeError(f"{BUILDER_NAME}: Vela wrote {actual}, but the declared targets are {expected}")
 
 
 def vela_builder() -> Builder:

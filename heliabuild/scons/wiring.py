@@ -15,7 +15,20 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 
 from heliabuild.locks import LockError, acquire, release
-from heliabuild.scons import aot, fence, firmware, pipeline, plan, remote_cache, runner, summary, sweep, synth, vela
+from heliabuild.scons import (
+    aot,
+    executor,
+    fence,
+    firmware,
+    pipeline,
+    plan,
+    remote_cache,
+    runner,
+    summary,
+    sweep,
+    synth,
+    vela,
+)
 
 BUILDERS = {
     aot.BUILDER_NAME: aot.aot_builder,
@@ -60,6 +73,8 @@ def generate(env: Environment) -> None:
     """
     disable_max_drift()
     remote_cache.configure(env)
+    executor.add_options()
+    executor.executor()  # a bad --helia-executor stops the build before anything runs
     lock_the_build(env)
     summary.install()
     for module in (aot, fence, firmware, plan, runner, sweep, synth, vela):

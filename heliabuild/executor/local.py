@@ -1,0 +1,31 @@
+"""The `local` executor, the default: each job runs in this process, as a local build always has.
+
+The job still runs in a private temporary folder (heliabuild.executor.worker.execute), reading the
+client's files by path, so a local build and a build on any worker run the very same code on the very
+same file layout, and their outputs are byte-identical by construction. Tool versions are not compared:
+client and worker are one process.
+"""
+
+from __future__ import annotations
+
+import os
+
+from heliabuild.executor.job import Job, Result
+from heliabuild.executor.stages import Files
+from heliabuild.executor.worker import Inputs, execute
+
+LOCAL = "local"
+
+
+class LocalExecutor:
+    """Runs each job in this process (module docstring)."""
+
+    address = LOCAL
+
+    def run(self, job: Job, files: Files) -> Result:
+        """Run `job`, whose input names map to the client's files `files`; its Result."""
+        by_hash = {item.sha256: os.fspath(files[item.name]) for item in job.inputs}
+        return execute(job.to_json(), {}, Inputs(paths=by_hash), where=LOCAL)
+
+    def close(self) -> None:
+        """Nothing to release."""
