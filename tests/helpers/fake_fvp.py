@@ -20,10 +20,12 @@ with one record's checksum changed.
 
 The counters are made up from the model file: NPU ACTIVE is its size in bytes, the beats fixed fractions of
 it, so a test computes what a good run must publish. `--version` prints a version line. Each call appends its
-argument vector as one JSON line to `$FAKE_FVP_LOG` when that is set.
+argument vector as one JSON line to `$FAKE_FVP_LOG` when that is set, and the SHA-256 of the model it was given
+as one line to `$FAKE_FVP_MODELS` when that is set (so a test sees which bytes each job ran).
 """
 
 import base64
+import hashlib
 import json
 import os
 import sys
@@ -141,6 +143,9 @@ def main():
         replay_records(argv, name, records)
         return
     model = check(argv, name)
+    if os.environ.get("FAKE_FVP_MODELS"):
+        with open(model, "rb") as handle, open(os.environ["FAKE_FVP_MODELS"], "a") as log:
+            log.write(hashlib.sha256(handle.read()).hexdigest() + "\n")
     npu = TARGETS[name][3]
     size = os.path.getsize(model)
     scenario = os.environ.get("FAKE_FVP_SCENARIO", "good")
