@@ -166,6 +166,8 @@ def test_bad_run_publishes_nothing(
     assert message in caught.value.message
     assert caught.value.message.count("\n") == 0
     assert not (tmp_path / "result").exists()
+    jobs = [json.loads(line) for line in fake_fvp.read_text().splitlines() if "--data" in line]
+    assert len(jobs) == 3 and not any(Path(job[job.index("--data") + 1].rsplit("@", 1)[0]).exists() for job in jobs)
 
 
 def test_refused_accelerator_configs(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -331,3 +333,16 @@ def test_an_edited_segment_record_is_refused(
     with pytest.raises(FvpError, match=message):
         run_runner(runner_json, tmp_path / "result")
     assert _job_count(fake_fvp) == 0 and not (tmp_path / "result").exists()
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the jobs run one after another by design")
+def test_the_jobs_run_in_parallel(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each fake job waits until two jobs have started: run one after another, the first would never finish."""
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    (tmp_path / "started").mkdir()
+    monkeypatch.setenv("FAKE_FVP_TOGETHER", f"{tmp_path / 'started'}:2")
+    result = load_result(run_runner(runner_json, tmp_path / "result").parent)
+    assert len(result.samples[0].cycles["segments"]) == 3  # type: ignore[index]
+    assert len(list((tmp_path / "started").iterdir())) == 3

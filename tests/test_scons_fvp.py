@@ -189,7 +189,9 @@ def test_standalone_helia_runner_on_the_fvp(
     assert stage_counts(build_ok(project)) == {}
 
 
-BUDGET = {"budget_cycles": 30000, "platform": "corstone300_ethos_u55", "policy": "policy.yaml", "backend": "fvp"}
+BUDGET = {"budget_cycles": 30000, "backend": "fvp", "platform": "corstone300_ethos_u55"}
+"""The user's call, `env.HeliaPipeline('kws', model, budget_cycles=30000, backend='fvp', platform=...)`: the default
+policy (no warmup for a model without CALL_ONCE, one measured invoke) is one the prebuilt runner honours."""
 
 
 def test_a_budget_pipeline_runs_on_the_fvp_whatever_its_segment_count(tmp_path: Path, fake_fvp: Path) -> None:
@@ -199,7 +201,6 @@ def test_a_budget_pipeline_runs_on_the_fvp_whatever_its_segment_count(tmp_path: 
     from heliabuild.fence.plan import load_plan
 
     project = make_project(tmp_path / "project", BUDGET)
-    (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
     result = build_ok(project)
     counts = {"plan-fences": 1, "fence": 1, "vela": 2, "aot-plan": 1, "runner": 1, "run": 1}
     assert stage_counts(result) == counts, output_of(result)
