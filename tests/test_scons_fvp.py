@@ -237,6 +237,7 @@ def test_a_budget_pipeline_runs_on_the_fvp_whatever_its_segment_count(tmp_path: 
     assert stage_counts(repaired) == {"runner": 1}, output_of(repaired)
     assert compiled.read_bytes() == original and job_count(fake_fvp) == 7
 
+    (build / "runner" / "kws" / "fvp" / "segment_0.tflite").write_bytes(b"an earlier heliabuild's sub-model")
     cleaned = build_ok(project, "-c")
     assert snapshot(build) == {}, output_of(cleaned)
     assert leftovers(project) == [".sconsign_sha256.dblite"]

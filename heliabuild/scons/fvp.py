@@ -18,6 +18,7 @@ from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
 from heliabuild.scons.aot import PLATFORM
+from heliabuild.scons.leftovers import clean_earlier
 from heliabuild.scons.messages import configuration_error, node_path
 
 BUILDER = "HeliaRunner"
@@ -33,6 +34,8 @@ COMPILED_FILE = "fvp/model_vela.tflite"
 """heliabuild.runner.fvp.COMPILED_FILE, restated so that reading the SConscripts does not import it (a test checks
 they agree)."""
 FVP_PACKAGE = "mlia-ethos-u"
+EARLIER_SEGMENTS = "segment_*.tflite"
+"""The per-segment sub-models an earlier heliabuild wrote into `fvp/`; `scons -c` removes them too."""
 
 
 def _aot_nodes(
@@ -98,5 +101,6 @@ def fvp_nodes(env: Environment, runner_json: Node, kinds: dict[str, Node], reque
     except metadata.PackageNotFoundError:
         version = None  # the action reports what to install
     targets = [runner_json.dir.File(COMPILED_FILE)]
+    clean_earlier(env, [runner_json], targets[0].dir, EARLIER_SEGMENTS)
     env.Depends([runner_json, *targets], env.Value(f"{STAGE} fvp firmware {FVP_PACKAGE}=={version}"))
     return targets
