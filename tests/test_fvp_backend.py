@@ -115,6 +115,9 @@ def test_good_run_publishes_per_segment_counters(
     models = [Path(job[job.index("--data") + 1].rsplit("@", 1)[0]) for job in jobs]
     assert sorted(path.name for path in models) == [f"segment_{k}.tflite" for k in range(3)]
     assert not any(path.exists() or runner.folder in path.parents for path in models)
+    for path in result_json.parent.rglob("*"):  # no path of the temporary folder or this machine in the bundle
+        assert not path.is_file() or str(models[0].parent).encode() not in path.read_bytes()
+        assert not path.is_file() or str(tmp_path).encode() not in path.read_bytes()
     (sample,) = result.samples
     assert sample.cycles == {"total": sum(sizes), "segments": sizes}
     fractions = 4 if accelerator.startswith("ethos-u85") else 3

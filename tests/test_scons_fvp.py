@@ -243,18 +243,31 @@ def test_a_budget_pipeline_runs_on_the_fvp_whatever_its_segment_count(tmp_path: 
     assert leftovers(project) == [".sconsign_sha256.dblite"]
 
 
-def test_a_fence_plan_pipeline_runs_on_the_fvp(tmp_path: Path, fake_fvp: Path) -> None:
+def plan_project(folder: Path) -> Path:
     from heliabuild.files import json_text
 
-    project = make_project(tmp_path / "project", {})
+    project = make_project(folder, {})
     (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
     (project / "plan.json").write_text(json_text(bound_plan(project / "model.tflite", [2, 6])), encoding="utf-8")
     set_options(project, fences="plan.json", policy="policy.yaml", backend="fvp")
+    return project
+
+
+def test_a_fence_plan_pipeline_runs_on_the_fvp(tmp_path: Path, fake_fvp: Path) -> None:
+    from heliabuild.files import json_text
+
+    project = plan_project(tmp_path / "project")
     result = build_ok(project)
     assert stage_counts(result) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1, "run": 1}, output_of(result)
     cycles, beats = published_segments(project)
     assert len(cycles) == len(beats) == 3 and job_count(fake_fvp) == 3
     assert stage_counts(build_ok(project)) == {}
+
+    # the same project in another folder: the runner folder is byte-identical
+    elsewhere = plan_project(tmp_path / "somewhere" / "else")
+    build_ok(elsewhere, "kws-runner")
+    runner = Path("build") / "runner" / "kws"
+    assert snapshot(elsewhere / runner) == snapshot(project / runner)
 
     # another plan with another segment count: the new count is published
     (project / "plan.json").write_text(json_text(bound_plan(project / "model.tflite", [4])), encoding="utf-8")
