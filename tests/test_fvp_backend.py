@@ -321,9 +321,10 @@ def test_another_compiled_model_with_its_hash_recorded_is_refused_by_the_sub_mod
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda segments: segments[2].update(sha256="0" * 64), r"fvp\.segments\[2\]: .* records segment 2, \d+ bytes"),
-        (lambda segments: segments[1].update(bytes=1), r"fvp\.segments\[1\]: .* records segment 1, 1 bytes"),
-        (lambda segments: segments.pop(), r"cuts into 3 segment sub-models, but fvp\.segments records 2"),
+        (lambda d: d["fvp"]["segments"][2].update(sha256="0" * 64), r"segments\[2\]: .* records segment 2, \d+ bytes"),
+        (lambda d: d["fvp"]["segments"][1].update(bytes=1), r"fvp\.segments\[1\]: .* records segment 1, 1 bytes"),
+        (lambda d: d["fvp"]["segments"].pop(), r"cuts into 3 segment sub-models, but fvp\.segments records 2"),
+        (lambda d: d["inputs"]["vela_model"].update(copied=False), r"holds no copy of Vela's compiled model"),
     ],
 )
 def test_an_edited_segment_record_is_refused(
@@ -331,7 +332,7 @@ def test_an_edited_segment_record_is_refused(
 ) -> None:
     runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
     document = json.loads(runner_json.read_text())
-    edit(document["fvp"]["segments"])  # type: ignore[operator]
+    edit(document)  # type: ignore[operator]
     runner_json.write_text(json.dumps(document))
     with pytest.raises(FvpError, match=message):
         run_runner(runner_json, tmp_path / "result")
