@@ -113,7 +113,7 @@ def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder of FAKE FVP executables (tests/helpers/fake_fvp.py, a test double, one per target name) first on
-    PATH; returns the call log."""
+    PATH; returns the call log (the SHA-256 of each job's model is in `fake-fvp-models.txt` beside it)."""
     import os
     import stat
     import sys
@@ -130,6 +130,7 @@ def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     log = tmp_path / "fake-fvp-calls.jsonl"
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_FVP_LOG", str(log))
+    monkeypatch.setenv("FAKE_FVP_MODELS", str(tmp_path / "fake-fvp-models.txt"))
     monkeypatch.delenv("HELIA_FVP_DIR", raising=False)
     monkeypatch.delenv("FAKE_FVP_SCENARIO", raising=False)
     monkeypatch.delenv("FAKE_FVP_RECORDS", raising=False)

@@ -91,9 +91,33 @@ def test_good_run_publishes_per_segment_counters(
     runner_file = Path(str(distribution.locate_file(firmware["file"])))
     assert sha256_bytes(runner_file.read_bytes()) == firmware["sha256"]
 
+    # The runner holds Vela's compiled model, not the sub-models: its files do not depend on the segment count.
+    assert sorted(runner.document["files"]) == [
+        "fvp/model_vela.tflite",
+        "model.fenced_boundaries.json",
+        "model.tflite",
+        "segments.json",
+    ]
+    assert (runner.folder / "fvp" / "model_vela.tflite").read_bytes() == inputs["vela"].read_bytes()
+    assert runner.document["inputs"]["vela_model"] == {
+        "file": "fvp/model_vela.tflite",
+        "sha256": sha256_bytes(inputs["vela"].read_bytes()),
+        "copied": True,
+    }
+
     result_json = run_runner(runner_json, tmp_path / "result")
     result = load_result(result_json.parent)  # the reader verifies the bundle
-    sizes = [len((runner.folder / entry["file"]).read_bytes()) for entry in section["segments"]]
+    sizes = [entry["bytes"] for entry in section["segments"]]
+    # each job ran the sub-model runner.json records, cut into a temporary folder that is gone after the run
+    ran = (fake_fvp.parent / "fake-fvp-models.txt").read_text().split()
+    assert sorted(ran) == sorted(entry["sha256"] for entry in section["segments"])
+    jobs = [json.loads(line) for line in fake_fvp.read_text().splitlines() if "--data" in line]
+    models = [Path(job[job.index("--data") + 1].rsplit("@", 1)[0]) for job in jobs]
+    assert sorted(path.name for path in models) == [f"segment_{k}.tflite" for k in range(3)]
+    assert not any(path.exists() or runner.folder in path.parents for path in models)
+    for path in result_json.parent.rglob("*"):  # no path of the temporary folder or this machine in the bundle
+        assert not path.is_file() or str(models[0].parent).encode() not in path.read_bytes()
+        assert not path.is_file() or str(tmp_path).encode() not in path.read_bytes()
     (sample,) = result.samples
     assert sample.cycles == {"total": sum(sizes), "segments": sizes}
     fractions = 4 if accelerator.startswith("ethos-u85") else 3
@@ -145,6 +169,8 @@ def test_bad_run_publishes_nothing(
     assert message in caught.value.message
     assert caught.value.message.count("\n") == 0
     assert not (tmp_path / "result").exists()
+    jobs = [json.loads(line) for line in fake_fvp.read_text().splitlines() if "--data" in line]
+    assert len(jobs) == 3 and not any(Path(job[job.index("--data") + 1].rsplit("@", 1)[0]).exists() for job in jobs)
 
 
 def test_refused_accelerator_configs(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -245,3 +271,82 @@ def test_the_prebuilt_runner_boots_on_qemu_and_the_adapter_reports_the_missing_n
         "segment 0 (QEMU mps3-an547): the runner failed: "
         "'ERROR - Failed to initialise platform Arm Corstone-300 - AN552'"
     )
+
+
+def test_runner_is_byte_identical_across_folders(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    inputs = _compiled(tmp_path_factory, "ethos-u55-128")
+    first = _build(tmp_path / "one" / "runner", inputs).parent
+    second = _build(tmp_path / "elsewhere" / "deeper" / "runner", inputs).parent
+    files = {path.relative_to(first): path.read_bytes() for path in sorted(first.rglob("*")) if path.is_file()}
+    assert files == {path.relative_to(second): path.read_bytes() for path in second.rglob("*") if path.is_file()}
+    assert str(tmp_path).encode() not in files[Path("runner.json")]
+
+
+def _job_count(log: Path) -> int:
+    return sum(1 for line in log.read_text().splitlines() if "--data" in line) if log.exists() else 0
+
+
+def test_a_tampered_compiled_model_is_refused_before_any_job(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path
+) -> None:
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    compiled = runner_json.parent / "fvp" / "model_vela.tflite"
+    data = compiled.read_bytes()
+    compiled.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(RunnerError, match=r"model_vela\.tflite: sha256 is [0-9a-f]{64}, but runner\.json records"):
+        run_runner(runner_json, tmp_path / "result")
+    assert _job_count(fake_fvp) == 0 and not (tmp_path / "result").exists()
+
+
+def test_another_compiled_model_with_its_hash_recorded_is_refused_by_the_sub_model_check(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path
+) -> None:
+    """A runner whose compiled model was swapped for another (Vela's output for another MAC count, the same segment
+    count) and whose `files` and `inputs` hashes were edited to match: the sub-models cut from it are not those
+    runner.json records, so nothing runs."""
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    other = _compiled(tmp_path_factory, "ethos-u55-256")["vela"].read_bytes()
+    (runner_json.parent / "fvp" / "model_vela.tflite").write_bytes(other)
+    document = json.loads(runner_json.read_text())
+    document["files"]["fvp/model_vela.tflite"] = document["inputs"]["vela_model"]["sha256"] = sha256_bytes(other)
+    runner_json.write_text(json.dumps(document))
+    with pytest.raises(FvpError) as caught:
+        run_runner(runner_json, tmp_path / "result")
+    assert "fvp.segments[0]: the sub-model of segment 0 cut from fvp/model_vela.tflite is " in caught.value.message
+    assert "the runner was changed after it was built" in caught.value.message
+    assert caught.value.hint == "rebuild the runner"
+    assert _job_count(fake_fvp) == 0 and not (tmp_path / "result").exists()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["fvp"]["segments"][2].update(sha256="0" * 64), r"segments\[2\]: .* records segment 2, \d+ bytes"),
+        (lambda d: d["fvp"]["segments"][1].update(bytes=1), r"fvp\.segments\[1\]: .* records segment 1, 1 bytes"),
+        (lambda d: d["fvp"]["segments"].pop(), r"cuts into 3 segment sub-models, but fvp\.segments records 2"),
+        (lambda d: d["inputs"]["vela_model"].update(copied=False), r"holds no copy of Vela's compiled model"),
+    ],
+)
+def test_an_edited_segment_record_is_refused(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, edit: object, message: str
+) -> None:
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    document = json.loads(runner_json.read_text())
+    edit(document)  # type: ignore[operator]
+    runner_json.write_text(json.dumps(document))
+    with pytest.raises(FvpError, match=message):
+        run_runner(runner_json, tmp_path / "result")
+    assert _job_count(fake_fvp) == 0 and not (tmp_path / "result").exists()
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the jobs run one after another by design")
+def test_the_jobs_run_in_parallel(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each fake job waits until two jobs have started: run one after another, the first would never finish."""
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    (tmp_path / "started").mkdir()
+    monkeypatch.setenv("FAKE_FVP_TOGETHER", f"{tmp_path / 'started'}:2")
+    result = load_result(run_runner(runner_json, tmp_path / "result").parent)
+    assert len(result.samples[0].cycles["segments"]) == 3  # type: ignore[index]
+    assert len(list((tmp_path / "started").iterdir())) == 3

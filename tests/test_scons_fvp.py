@@ -1,8 +1,9 @@
 """The fvp backend in SCons, with real SCons, Vela and the real prebuilt runner of `mlia-ethos-u`, and a FAKE
 FVP (tests/helpers/fake_fvp.py, a test double of Arm's FVP executables, first on PATH): HeliaPipeline(...,
-backend='fvp') declares the per-segment sub-models as the runner stage's targets, runs the FVP target of its
-platform, publishes a bundle the reader verifies, rebuilds nothing the second time and, after a change, only
-what depends on it."""
+backend='fvp') declares the runner's copy of Vela's compiled model as the runner stage's target (whatever the
+segment count: fences given as a list, a plan file or a cycle budget), runs the FVP target of its platform, one
+job per segment, publishes a bundle the reader verifies, rebuilds nothing the second time and, after a change,
+only what depends on it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import test_fvp_backend  # noqa: F401  (skips this module when mlia-ethos-u is missing)
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons
-from test_scons_pipeline import make_project, set_options
+from test_scons_pipeline import bound_plan, leftovers, make_project, set_options, snapshot
 
 from heliabuild.api import load_result
 from heliabuild.runner.freeze import load_runner
@@ -23,7 +24,8 @@ from heliabuild.runner.freeze import load_runner
 pytestmark = pytest.mark.slow
 
 POLICY = "defaults:\n  fvp:\n    acquisition: {state: single, warmup_invokes: 0, measured_invokes: 1}\n"
-STAGES = ("fence", "vela", "aot-plan", "runner", "run")
+STAGES = ("plan-fences", "fence", "vela", "aot-plan", "runner", "run")
+RUNNER_FILES = ["fvp/model_vela.tflite", "model.fenced_boundaries.json", "model.tflite", "runner.json", "segments.json"]
 
 
 def stage_counts(result: subprocess.CompletedProcess[str]) -> Counter[str]:
@@ -33,6 +35,22 @@ def stage_counts(result: subprocess.CompletedProcess[str]) -> Counter[str]:
         if len(words) == 3 and words[1] in STAGES:
             counts[words[1]] += 1
     return counts
+
+
+def runner_files(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
+
+
+def job_count(log: Path) -> int:
+    """How many FVP jobs (calls with a model) the fake FVP's call log records."""
+    return sum(1 for line in log.read_text().splitlines() if "--data" in line) if log.exists() else 0
+
+
+def published_segments(project: Path) -> tuple[list[int], list[int]]:
+    """The one sample's per-segment cycles and beats of the bundle `scons` published (the reader verifies it)."""
+    (sample,) = load_result(project / "build" / "results" / "kws").samples
+    assert sample.cycles is not None and sample.segment_traffic_beats is not None
+    return sample.cycles["segments"], sample.segment_traffic_beats
 
 
 def fvp_project(folder: Path, **options: object) -> Path:
@@ -48,9 +66,7 @@ def test_pipeline_on_the_fvp_of_its_platform(tmp_path: Path, fake_fvp: Path) -> 
     build = project / "build"
     runner = load_runner(build / "runner" / "kws" / "runner.json")
     assert runner.document["fvp"]["target"]["executable"] == "FVP_Corstone_SSE-300_Ethos-U55"
-    assert sorted(p.name for p in (build / "runner" / "kws" / "fvp").iterdir()) == [
-        f"segment_{k}.tflite" for k in range(3)
-    ]
+    assert runner_files(build / "runner" / "kws") == RUNNER_FILES
     bundle = load_result(build / "results" / "kws")
     (sample,) = bundle.samples
     assert sample.cycles is not None and len(sample.cycles["segments"]) == 3
@@ -153,7 +169,7 @@ env.HeliaRun("results/result.json", runner[0])
 """
 
 
-def test_standalone_helia_runner_reads_the_segment_count_from_its_sidecar(
+def test_standalone_helia_runner_on_the_fvp(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path
 ) -> None:
     from test_fvp_backend import _compiled
@@ -167,6 +183,95 @@ def test_standalone_helia_runner_reads_the_segment_count_from_its_sidecar(
     (project / "SConstruct").write_text(STANDALONE.format(site_tools=str(SITE_TOOLS)), encoding="utf-8")
     result = build_ok(project)
     assert stage_counts(result) == {"runner": 1, "run": 1}, output_of(result)
-    assert sorted(p.name for p in (project / "runner" / "fvp").iterdir()) == [f"segment_{k}.tflite" for k in range(3)]
+    assert runner_files(project / "runner") == RUNNER_FILES
+    assert job_count(fake_fvp) == 3
     assert len(load_result(project / "results").samples) == 1
     assert stage_counts(build_ok(project)) == {}
+
+
+BUDGET = {"budget_cycles": 30000, "backend": "fvp", "platform": "corstone300_ethos_u55"}
+"""The user's call, `env.HeliaPipeline('kws', model, budget_cycles=30000, backend='fvp', platform=...)`: the default
+policy (no warmup for a model without CALL_ONCE, one measured invoke) is one the prebuilt runner honours."""
+
+
+def test_a_budget_pipeline_runs_on_the_fvp_whatever_its_segment_count(tmp_path: Path, fake_fvp: Path) -> None:
+    """The segment count of a cycle budget is known only once plan-fences has run: the runner stage's targets do
+    not depend on it, so the pipeline builds without HELIA_FVP_SEGMENTS, and a budget that changes the count
+    publishes the new count."""
+    from heliabuild.fence.plan import load_plan
+
+    project = make_project(tmp_path / "project", BUDGET)
+    result = build_ok(project)
+    counts = {"plan-fences": 1, "fence": 1, "vela": 2, "aot-plan": 1, "runner": 1, "run": 1}
+    assert stage_counts(result) == counts, output_of(result)
+    build = project / "build"
+    assert len(load_plan(build / "kws_fence_plan.json").fences) == 2
+    assert runner_files(build / "runner" / "kws") == RUNNER_FILES
+    runner = load_runner(build / "runner" / "kws" / "runner.json")
+    recorded = runner.document["fvp"]["segments"]
+    cycles, beats = published_segments(project)
+    assert cycles == [entry["bytes"] for entry in recorded]  # the fake FVP counts a model's size as its cycles
+    assert len(beats) == 3 and job_count(fake_fvp) == 3
+    ran = (fake_fvp.parent / "fake-fvp-models.txt").read_text().split()
+    assert sorted(ran) == sorted(entry["sha256"] for entry in recorded)
+
+    again = build_ok(project)
+    assert stage_counts(again) == {}, output_of(again)
+    assert job_count(fake_fvp) == 3
+
+    set_options(project, **{**BUDGET, "budget_cycles": 15000})
+    smaller = build_ok(project)
+    assert stage_counts(smaller) == {"plan-fences": 1, "fence": 1, "vela": 1, "aot-plan": 1, "runner": 1, "run": 1}
+    cycles, beats = published_segments(project)
+    assert len(cycles) == len(beats) == 4 == len(load_plan(build / "kws_fence_plan.json").fences) + 1
+    assert runner_files(build / "runner" / "kws") == RUNNER_FILES
+    assert job_count(fake_fvp) == 3 + 4
+
+    # a tampered copy of the compiled model is not what SCons built: the runner stage reruns and rebuilds it
+    # (runner.json comes out byte-identical, so the bundle stays); a tampered runner's run is refused
+    # (test_fvp_backend.py)
+    compiled = build / "runner" / "kws" / "fvp" / "model_vela.tflite"
+    original = compiled.read_bytes()
+    compiled.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    repaired = build_ok(project)
+    assert stage_counts(repaired) == {"runner": 1}, output_of(repaired)
+    assert compiled.read_bytes() == original and job_count(fake_fvp) == 7
+
+    (build / "runner" / "kws" / "fvp" / "segment_0.tflite").write_bytes(b"an earlier heliabuild's sub-model")
+    cleaned = build_ok(project, "-c")
+    assert snapshot(build) == {}, output_of(cleaned)
+    assert leftovers(project) == [".sconsign_sha256.dblite"]
+
+
+def plan_project(folder: Path) -> Path:
+    from heliabuild.files import json_text
+
+    project = make_project(folder, {})
+    (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
+    (project / "plan.json").write_text(json_text(bound_plan(project / "model.tflite", [2, 6])), encoding="utf-8")
+    set_options(project, fences="plan.json", policy="policy.yaml", backend="fvp")
+    return project
+
+
+def test_a_fence_plan_pipeline_runs_on_the_fvp(tmp_path: Path, fake_fvp: Path) -> None:
+    from heliabuild.files import json_text
+
+    project = plan_project(tmp_path / "project")
+    result = build_ok(project)
+    assert stage_counts(result) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1, "run": 1}, output_of(result)
+    cycles, beats = published_segments(project)
+    assert len(cycles) == len(beats) == 3 and job_count(fake_fvp) == 3
+    assert stage_counts(build_ok(project)) == {}
+
+    # the same project in another folder: the runner folder is byte-identical
+    elsewhere = plan_project(tmp_path / "somewhere" / "else")
+    build_ok(elsewhere, "kws-runner")
+    runner = Path("build") / "runner" / "kws"
+    assert snapshot(elsewhere / runner) == snapshot(project / runner)
+
+    # another plan with another segment count: the new count is published
+    (project / "plan.json").write_text(json_text(bound_plan(project / "model.tflite", [4])), encoding="utf-8")
+    replanned = build_ok(project)
+    assert stage_counts(replanned) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1, "run": 1}
+    cycles, beats = published_segments(project)
+    assert len(cycles) == len(beats) == 2 and job_count(fake_fvp) == 3 + 2

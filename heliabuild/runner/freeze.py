@@ -120,12 +120,13 @@ def build_runner(
     generated from them with the policy compiled in (heliabuild.runner.qemu.build_firmware), unless SCons
     built it and passes it as `firmware`; its ELF and layout are copied beside runner.json.
 
-    Backend `fvp` needs `vela_model` and `segments`: Vela's output is cut into per-segment sub-models for the
-    FVP named by its accelerator config and `fvp_target` (heliabuild.runner.fvp.build_fvp), `--timelimit`
-    `fvp_timelimit_s` (default 600). With `fvp_firmware='aot'` the firmware is heliabuild's AOT firmware of
-    Vela's model and `aot_plan`, linked with the Ethos-U driver in `ethosu_driver_dir` (default:
-    `$HELIA_ETHOSU_DRIVER_DIR`), the policy's whole lifecycle in one job (heliabuild.fvp.aot_firmware), and
-    with the firmware library `firmware_library` when the caller built it (SCons)."""
+    Backend `fvp` needs `vela_model` and `segments`: Vela's output, copied as `fvp/model_vela.tflite`, is cut
+    into per-segment sub-models, recorded by hash and size, for the FVP named by its accelerator config and
+    `fvp_target` (heliabuild.runner.fvp.build_fvp), `--timelimit` `fvp_timelimit_s` (default 600). With
+    `fvp_firmware='aot'` the firmware is heliabuild's AOT firmware of Vela's model and `aot_plan`, linked with
+    the Ethos-U driver in `ethosu_driver_dir` (default: `$HELIA_ETHOSU_DRIVER_DIR`), the policy's whole
+    lifecycle in one job (heliabuild.fvp.aot_firmware), and with the firmware library `firmware_library` when
+    the caller built it (SCons)."""
     if backend == "fvp" and fvp_firmware not in ("prebuilt", "aot"):
         raise RunnerError(f"fvp firmware {fvp_firmware!r} is not known; expected 'prebuilt' or 'aot'")
     fvp_aot = backend == "fvp" and fvp_firmware == "aot"
@@ -202,7 +203,7 @@ def build_runner(
         document["files"] = {name: sha256_bytes(data) for name, data in sorted(outputs.items())}
         document["firmware"] = firmware.to_json()
     if backend == "fvp":
-        from heliabuild.runner.fvp import AotRequest, build_fvp
+        from heliabuild.runner.fvp import COMPILED_FILE, AotRequest, build_fvp
 
         request = None
         if fvp_aot and vela_model is not None:
@@ -226,6 +227,8 @@ def build_runner(
             aot=request,
         )
         outputs.update(fvp_files)
+        if COMPILED_FILE in fvp_files:  # the prebuilt runner's jobs are cut from the runner's copy at run time
+            inputs["vela_model"] = {"file": COMPILED_FILE, "sha256": inputs["vela_model"]["sha256"], "copied": True}
         document["files"] = {name: sha256_bytes(data) for name, data in sorted(outputs.items())}
         document["fvp"] = section
     validate(document, "runner", RUNNER_FILE)

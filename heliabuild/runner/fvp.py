@@ -6,11 +6,15 @@
   (heliabuild.fvp.targets; refused before anything is written when the target cannot run it), locates the
   prebuilt runner (heliabuild.fvp.firmware), checks that the policy is one the runner can honour, and cuts
   Vela's compiled model at its fences into one sub-model per segment (heliabuild.runner.segments,
-  `compiled=True`): each holds that segment's command stream. It returns runner.json's `fvp` section and the
-  sub-model files (`fvp/segment_<k>.tflite`) to copy.
+  `compiled=True`): each holds that segment's command stream. The sub-models are cut in memory and only
+  recorded (`fvp.segments[k]`: SHA-256, size, command streams); the file copied is Vela's compiled model
+  itself (`fvp/model_vela.tflite`), so the runner's files do not depend on the segment count, which a build
+  system does not know before the fence stage has run (docs/runner.md, "Running on an FVP").
 - `measure_fvp(runner, timeout_s)` is the run stage's part (heliabuild.runner.lifecycle.measure dispatches to
-  it): one FVP job per segment, run in parallel, each log read strictly (heliabuild.fvp.log), the jobs'
-  counters merged into one sample (heliabuild.fvp.counters).
+  it): the sub-models are cut again from the runner's copy and each checked against runner.json
+  (`segment_models`), written into a private temporary folder, and run as one FVP job per segment, in
+  parallel, each log read strictly (heliabuild.fvp.log), the jobs' counters merged into one sample
+  (heliabuild.fvp.counters). The temporary folder is removed whatever the outcome.
 
 With `fvp_firmware='aot'` (docs/runner.md, "The AOT firmware"), `build_aot_firmware` generates the module of
 Vela's compiled model from its AOT plan (its `ethos-u` operators become Ethos-U driver calls, the arena follows
@@ -49,7 +53,12 @@ RUNTIME = "tflm"
 """The runtime an fvp run executes: TFLite Micro in Arm's prebuilt runner (an interpreter)."""
 INITIALIZATION = "interpreter_allocate_and_first_invoke"
 COUNTER_SCOPE = "npu_callbacks"
-SEGMENTS_DIR = "fvp"
+COMPILED_FILE = "fvp/model_vela.tflite"
+"""The prebuilt runner's copy of Vela's compiled model, from which the run cuts the segment sub-models."""
+MAX_COMPILED_BYTES = 1 << 31
+"""The largest compiled model the run reads: what the runner build reads of a model."""
+SEGMENT_FILE = "segment_{index}.tflite"
+"""A segment sub-model's name in the run's private temporary folder."""
 SCOPES = {
     "cycles": COUNTER_SCOPE,
     "instructions": None,
@@ -58,10 +67,6 @@ SCOPES = {
     "instruction_resolution": None,
 }
 """What an fvp run's figures count: NPU cycles and beats in the driver's callbacks of the measured invoke."""
-
-
-def segment_file(index: int) -> str:
-    return f"{SEGMENTS_DIR}/segment_{index}.tflite"
 
 
 def _check_policy(policy: dict[str, Any], source: str) -> None:
@@ -107,9 +112,7 @@ def build_fvp(
     """runner.json's `fvp` section and the files to copy (module docstring). `segment_count` is the fenced
     model's segment count, which the Vela model's cut must equal. With `aot` the firmware is heliabuild's AOT
     firmware (heliabuild.fvp.aot_firmware), one job for the whole lifecycle."""
-    from heliabuild.errors import RunnerError
     from heliabuild.fvp.firmware import prebuilt_runner
-    from heliabuild.runner.segments import ETHOS_U_OPERATOR, cut_segments
 
     if vela_model is None or segments_document is None:
         raise FvpError(
@@ -147,40 +150,19 @@ def build_fvp(
         return section, {ELF_FILE: built.elf, LAYOUT_FILE: built.layout}
     _check_policy(policy, source)
     firmware = prebuilt_runner(config.target)
-    try:
-        cut = cut_segments(vela_model, compiled=True)
-    except RunnerError as error:
-        raise FvpError(f"{source}: the Vela model cannot be cut into per-segment sub-models: {error.message}") from None
-    if len(cut.segments) != segment_count:
+    models = _sub_models(vela_model, source)
+    if len(models) != segment_count:
         raise FvpError(
-            f"{source}: the Vela model has {len(cut.segments)} segments between its fences, the model {segment_count}"
+            f"{source}: the Vela model has {len(models)} segments between its fences, the model {segment_count}"
         )
-    from heliabuild.model.io import load_model
-
-    files: dict[str, bytes] = {}
     entries = []
-    for segment in cut.segments:
-        if len(segment.model_bytes) > MAX_MODEL_BYTES:
+    for index, model in enumerate(models):
+        if len(model) > MAX_MODEL_BYTES:
             raise FvpError(
-                f"{source}: segment {segment.index}'s sub-model is {len(segment.model_bytes)} bytes; the prebuilt "
-                f"runner reads at most {MAX_MODEL_BYTES} at 0x90000000"
+                f"{source}: segment {index}'s sub-model is {len(model)} bytes; the prebuilt runner reads at most "
+                f"{MAX_MODEL_BYTES} at 0x90000000"
             )
-        sub = load_model(segment.model_bytes)
-        streams = sum(
-            1
-            for op in sub.subgraphs[0].operators or []
-            if sub.operator_codes[op.opcodeIndex].customCode in (ETHOS_U_OPERATOR, ETHOS_U_OPERATOR.encode())
-        )
-        name = segment_file(segment.index)
-        files[name] = segment.model_bytes
-        entries.append(
-            {
-                "index": segment.index,
-                "file": name,
-                "sha256": sha256_bytes(segment.model_bytes),
-                "command_streams": streams,
-            }
-        )
+        entries.append({**_identity(model), "index": index, "command_streams": _command_streams(model)})
     section = {
         "target": config.to_json(),
         "firmware": firmware.to_json(),
@@ -188,7 +170,76 @@ def build_fvp(
         "command": recorded_command(config, limit),
         "segments": entries,
     }
-    return section, files
+    return section, {COMPILED_FILE: vela_model}
+
+
+def _sub_models(vela_model: bytes, source: str) -> list[bytes]:
+    """The per-segment sub-models of Vela's compiled model, in segment order (deterministic: the same bytes for
+    the same model and heliabuild)."""
+    from heliabuild.errors import RunnerError
+    from heliabuild.runner.segments import cut_segments
+
+    try:
+        cut = cut_segments(vela_model, compiled=True)
+    except RunnerError as error:
+        raise FvpError(f"{source}: the Vela model cannot be cut into per-segment sub-models: {error.message}") from None
+    return [segment.model_bytes for segment in cut.segments]
+
+
+def _identity(model: bytes) -> dict[str, Any]:
+    """What runner.json records of a sub-model, and what the run checks the one it cuts against."""
+    return {"sha256": sha256_bytes(model), "bytes": len(model)}
+
+
+def _command_streams(model: bytes) -> int:
+    from heliabuild.model.io import load_model
+    from heliabuild.runner.segments import ETHOS_U_OPERATOR
+
+    sub = load_model(model)
+    return sum(
+        1
+        for op in sub.subgraphs[0].operators or []
+        if sub.operator_codes[op.opcodeIndex].customCode in (ETHOS_U_OPERATOR, ETHOS_U_OPERATOR.encode())
+    )
+
+
+def segment_models(runner: Any, source: str) -> list[bytes]:
+    """The sub-models of the runner's jobs, cut from its copy of Vela's compiled model (`fvp/model_vela.tflite`)
+    and each checked against `fvp.segments` (SHA-256 and size) before anything runs. FvpError naming the segment
+    when a sub-model differs or the count does not match: the runner was changed after it was built (or was built
+    by a heliabuild that cuts differently), and a measurement of other bytes would be published as its."""
+    from heliabuild.documents import read_regular_file
+
+    recorded = runner.document["inputs"]["vela_model"]
+    if recorded is None or not recorded["copied"] or recorded["file"] != COMPILED_FILE:
+        raise FvpError(
+            f"{source}: inputs.vela_model: the runner holds no copy of Vela's compiled model ({COMPILED_FILE}) to "
+            "cut its jobs' sub-models from",
+            hint="rebuild the runner with heliabuild runner --backend fvp",
+        )
+    data = read_regular_file(
+        runner.folder / COMPILED_FILE, "Vela's compiled model", error=FvpError, limit=MAX_COMPILED_BYTES
+    )
+    if sha256_bytes(data) != recorded["sha256"]:
+        raise FvpError(f"{source}: {COMPILED_FILE} changed after the runner was verified", hint="rebuild the runner")
+    entries = runner.document["fvp"]["segments"]
+    models = _sub_models(data, source)
+    if len(models) != len(entries):
+        raise FvpError(
+            f"{source}: {COMPILED_FILE} cuts into {len(models)} segment sub-models, but fvp.segments records "
+            f"{len(entries)}: the runner was changed after it was built",
+            hint="rebuild the runner",
+        )
+    for index, (entry, model) in enumerate(zip(entries, models, strict=True)):
+        cut = _identity(model)
+        if entry["index"] != index or cut != {"sha256": entry["sha256"], "bytes": entry["bytes"]}:
+            raise FvpError(
+                f"{source}: fvp.segments[{index}]: the sub-model of segment {index} cut from {COMPILED_FILE} is "
+                f"{cut['bytes']} bytes with sha256 {cut['sha256']}, but runner.json records segment {entry['index']}, "
+                f"{entry['bytes']} bytes with sha256 {entry['sha256']}: the runner was changed after it was built",
+                hint="rebuild the runner",
+            )
+    return models
 
 
 @dataclass(frozen=True)
@@ -223,29 +274,29 @@ def measure_fvp(runner: Any, timeout_s: float | None = None) -> FvpMeasurement:
     if section["firmware"]["source"] == AOT_SOURCE:
         raise FvpError(f"{source}: the runner's firmware is heliabuild's AOT firmware, measured by measurement()")
     _check_policy(runner.policy, source)
-    for entry in section["segments"]:
-        if runner.document["files"].get(entry["file"]) != entry["sha256"]:
-            raise FvpError(f"{source}: fvp.segments[{entry['index']}]: {entry['file']} is not among the verified files")
+    models = segment_models(runner, source)
     target = section["target"]
     executable = find_fvp(target["executable"])
     application = installed_runner(section["firmware"], source)
     bound = float(section["timelimit_s"]) + GRACE_S
     if timeout_s is not None:
         bound = min(bound, max(float(timeout_s), 0.001))
-    commands = [
-        command_from_record(section["command"], executable, application.path, str(runner.folder / entry["file"]))
-        for entry in section["segments"]
-    ]
     figures = []
     beats = []
-    for _ in range(int(runner.policy["measured_invokes"])):
-        runs = run_jobs(commands, bound)
-        jobs = [
-            read_job(run, target["npu"], f"{source}: segment {entry['index']} ({target['executable']})")
-            for run, entry in zip(runs, section["segments"], strict=True)
-        ]
-        figures.append(sample_figures(jobs))
-        beats.append(segment_beats(jobs))
+    with tempfile.TemporaryDirectory(prefix="heliabuild-fvp-") as work:
+        commands = []
+        for entry, model in zip(section["segments"], models, strict=True):
+            path = Path(work) / SEGMENT_FILE.format(index=entry["index"])
+            path.write_bytes(model)
+            commands.append(command_from_record(section["command"], executable, application.path, str(path)))
+        for _ in range(int(runner.policy["measured_invokes"])):
+            runs = run_jobs(commands, bound)
+            jobs = [
+                read_job(run, target["npu"], f"{source}: segment {entry['index']} ({target['executable']})")
+                for run, entry in zip(runs, section["segments"], strict=True)
+            ]
+            figures.append(sample_figures(jobs))
+            beats.append(segment_beats(jobs))
     return FvpMeasurement(
         figures=figures,
         segment_beats=beats,

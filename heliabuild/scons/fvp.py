@@ -1,38 +1,41 @@
 """The fvp backend's part of the HeliaRunner builder (heliabuild.scons.runner; docs/scons.md, "The fvp backend").
 
 `fvp_nodes(env, runner_json, kinds, request)` checks an fvp runner's call when the SConscripts are read and
-returns its extra targets: one sub-model per segment (`fvp/segment_<k>.tflite`, the prebuilt runner's jobs) or
-the AOT firmware's ELF and layout (`HELIA_FVP_FIRMWARE='aot'`). It puts into `request` what the action passes
+returns its extra targets: the runner's copy of Vela's compiled model (`fvp/model_vela.tflite`, from which the
+run stage cuts the prebuilt runner's per-segment jobs) or the AOT firmware's ELF and layout
+(`HELIA_FVP_FIRMWARE='aot'`). Neither depends on the segment count, which is not known before the fence stage
+has run (a cycle budget, a fence plan that is itself built). It puts into `request` what the action passes
 build_runner: the FVP target of `HELIA_AOT_PLATFORM`, the time limit, the firmware, and for the AOT firmware the
 driver folder and the shared corstone300 firmware library (a node of heliabuild.scons.firmware).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from typing import Any
 
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.documents import read_json
 from heliabuild.errors import HeliaError
 from heliabuild.scons.aot import PLATFORM
+from heliabuild.scons.leftovers import clean_earlier
 from heliabuild.scons.messages import configuration_error, node_path
 
 BUILDER = "HeliaRunner"
 STAGE = "runner"
 FVP_BACKEND = "fvp"
 FVP_FIRMWARE = "HELIA_FVP_FIRMWARE"
-FVP_SEGMENTS = "HELIA_FVP_SEGMENTS"
 FVP_TIMELIMIT = "HELIA_FVP_TIMELIMIT"
 FVP_FIRMWARES = ("prebuilt", "aot")
 ETHOSU_DRIVER_DIR = "HELIA_ETHOSU_DRIVER_DIR"
 AOT_TARGET = "corstone300"
 AOT_FILES = ("fvp/firmware.elf", "fvp/firmware_layout.json")
-FVP_SEGMENTS_DIR = "fvp"
+COMPILED_FILE = "fvp/model_vela.tflite"
+"""heliabuild.runner.fvp.COMPILED_FILE, restated so that reading the SConscripts does not import it (a test checks
+they agree)."""
 FVP_PACKAGE = "mlia-ethos-u"
+EARLIER_SEGMENTS = "segment_*.tflite"
+"""The per-segment sub-models an earlier heliabuild wrote into `fvp/`; `scons -c` removes them too."""
 
 
 def _aot_nodes(
@@ -63,35 +66,8 @@ def _aot_nodes(
     return [runner_json.dir.File(name) for name in AOT_FILES]
 
 
-def _fvp_segment_count(env: Environment, runner_json: Node, kinds: dict[str, Node]) -> int:
-    """The segment count of an fvp runner, known when the SConscripts are read: HELIA_FVP_SEGMENTS, else the
-    sidecar's when it is a file of the source tree, else 1 for an unfenced model."""
-    given = env.get(FVP_SEGMENTS)
-    if given is not None:
-        if isinstance(given, bool) or not isinstance(given, int) or given < 1:
-            raise configuration_error(
-                BUILDER, runner_json, f"{FVP_SEGMENTS} is {given!r}; expected a positive segment count"
-            )
-        return given
-    sidecar = kinds.get("sidecar")
-    if sidecar is None:
-        return 1
-    if not sidecar.has_builder() and os.path.isfile(sidecar.srcnode().get_abspath()):
-        with contextlib.suppress(HeliaError):  # unreadable: the action reports it with its own message
-            document = read_json(sidecar.srcnode().get_abspath(), "fence sidecar")
-            count = document.get("num_segments") if isinstance(document, dict) else None
-            if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
-                return count
-    raise configuration_error(
-        BUILDER,
-        runner_json,
-        f"backend fvp declares one sub-model per segment, and the segment count of {node_path(sidecar)} is not "
-        f"known when the SConscripts are read; set {FVP_SEGMENTS}, or fence with a list (HeliaPipeline passes it)",
-    )
-
-
 def fvp_nodes(env: Environment, runner_json: Node, kinds: dict[str, Node], request: dict[str, Any]) -> list[Node]:
-    """The fvp runner's extra targets (`fvp/segment_<k>.tflite`, one sub-model per segment) and what the
+    """The fvp runner's extra targets (`fvp/model_vela.tflite`, or the AOT firmware's files) and what the
     action passes build_runner: the FVP target of HELIA_AOT_PLATFORM and the time limit."""
     from importlib import metadata
 
@@ -124,9 +100,7 @@ def fvp_nodes(env: Environment, runner_json: Node, kinds: dict[str, Node], reque
         version = metadata.version(FVP_PACKAGE)
     except metadata.PackageNotFoundError:
         version = None  # the action reports what to install
-    targets = [
-        runner_json.dir.File(f"{FVP_SEGMENTS_DIR}/segment_{k}.tflite")
-        for k in range(_fvp_segment_count(env, runner_json, kinds))
-    ]
+    targets = [runner_json.dir.File(COMPILED_FILE)]
+    clean_earlier(env, [runner_json], targets[0].dir, EARLIER_SEGMENTS)
     env.Depends([runner_json, *targets], env.Value(f"{STAGE} fvp firmware {FVP_PACKAGE}=={version}"))
     return targets

@@ -491,11 +491,6 @@ def helia_pipeline(
     request = replace(
         request, backend=str(chosen_backend), unfenced_dir=None if unfenced_dir is None else env.Dir(unfenced_dir)
     )
-    if request.backend == runner.FVP_BACKEND and runner.FVP_SEGMENTS not in request.overrides:
-        # one sub-model per segment is a target of the runner stage: the count must be known now
-        segments = len(request.fences) + 1 if isinstance(request.fences, tuple) else None
-        if segments is not None or (request.budget_cycles is None and request.fences is None):
-            request = replace(request, overrides={**request.overrides, runner.FVP_SEGMENTS: segments or 1})
     built: dict[str, list[Node]] = {}
     for stage in STAGES:
         if stage.applies(request):

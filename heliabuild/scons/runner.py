@@ -20,8 +20,8 @@ Contract (docs/runner.md, "Wiring"):
   the default: Arm's runner from mlia-ethos-u, one job per segment; 'aot': heliabuild's AOT firmware of Vela's
   model and the AOT plan with the Ethos-U driver in `HELIA_ETHOSU_DRIVER_DIR`, the construction variable or
   else the environment variable, whose files are dependencies), `HELIA_FVP_TIMELIMIT` the FVP's
-  `--timelimit` (None: 600 s), and `HELIA_FVP_SEGMENTS` the segment count when neither a fence list nor a
-  sidecar in the source tree gives it (HeliaPipeline passes it for a fence list).
+  `--timelimit` (None: 600 s). The prebuilt runner's extra target is `fvp/model_vela.tflite`, whatever the
+  segment count (the run stage cuts the per-segment sub-models from it).
 - HeliaRunner targets: `<dir>/runner.json` (give it) and the files build_runner copies beside it
   (`model.tflite`, `model.fenced_boundaries.json`, `segments.json`, `inputs/input_<i>.bin`), declared
   so that `scons -c` removes them.
@@ -59,7 +59,6 @@ from heliabuild.scons.fvp import (
     ETHOSU_DRIVER_DIR,
     FVP_BACKEND,
     FVP_FIRMWARE,
-    FVP_SEGMENTS,
     FVP_TIMELIMIT,
     fvp_nodes,
 )
@@ -111,7 +110,6 @@ DEFAULTS: dict[str, object] = {
     POLICY: None,
     BACKEND: DEFAULT_BACKEND,
     FVP_FIRMWARE: "prebuilt",
-    FVP_SEGMENTS: None,
     FVP_TIMELIMIT: None,
     ETHOSU_DRIVER_DIR: None,
     RUNNER_COMSTR: stage_comstr(RUNNER_STAGE),

@@ -20,13 +20,18 @@ with one record's checksum changed.
 
 The counters are made up from the model file: NPU ACTIVE is its size in bytes, the beats fixed fractions of
 it, so a test computes what a good run must publish. `--version` prints a version line. Each call appends its
-argument vector as one JSON line to `$FAKE_FVP_LOG` when that is set.
+argument vector as one JSON line to `$FAKE_FVP_LOG` when that is set, and the SHA-256 of the model it was given
+as one line to `$FAKE_FVP_MODELS` when that is set (so a test sees which bytes each job ran). With
+`FAKE_FVP_TOGETHER=<folder>:<n>` a job marks its start in the folder and waits (at most 30 s, else it refuses)
+until n jobs have started: jobs run one after another never get past it.
 """
 
 import base64
+import hashlib
 import json
 import os
 import sys
+import time
 
 TARGETS = {
     "FVP_Corstone_SSE-300_Ethos-U55": ("mps3_board", "ethosu.num_macs", (32, 64, 128, 256), "u55"),
@@ -141,6 +146,18 @@ def main():
         replay_records(argv, name, records)
         return
     model = check(argv, name)
+    if os.environ.get("FAKE_FVP_MODELS"):
+        with open(model, "rb") as handle, open(os.environ["FAKE_FVP_MODELS"], "a") as log:
+            log.write(hashlib.sha256(handle.read()).hexdigest() + "\n")
+    together = os.environ.get("FAKE_FVP_TOGETHER")
+    if together:
+        folder, count = together.rsplit(":", 1)
+        open(os.path.join(folder, str(os.getpid())), "w").close()
+        deadline = time.monotonic() + 30
+        while len(os.listdir(folder)) < int(count):
+            if time.monotonic() > deadline:
+                refuse(f"fewer than {count} jobs started while this one waited: the jobs do not run in parallel")
+            time.sleep(0.01)
     npu = TARGETS[name][3]
     size = os.path.getsize(model)
     scenario = os.environ.get("FAKE_FVP_SCENARIO", "good")
