@@ -98,6 +98,7 @@ BASELINE_SCONSTRUCT = """\
 import os
 SetOption("hash_format", "sha256")
 env = Environment(tools=[], ENV={{k: os.environ[k] for k in ("PATH", "PYTHONPATH", "HOME") if k in os.environ}})
+env["IMPLICIT_COMMAND_DEPENDENCIES"] = 0  # no executable nodes: the graph is heliabuild's, node for node
 CALLS = {calls!r}
 ALIASES = {aliases!r}
 copy = None
@@ -109,8 +110,15 @@ if "bench_hooks" in ARGUMENTS:
         copy = graph_hooks.CopyCommand
 
 
-def node(kind, text):
-    return env.Value(text) if kind == "value" else env.Alias(text)[0] if kind == "alias" else text
+VALUES = {{}}
+
+
+def node(kind, text, name):
+    if kind == "value":  # a Value node is made once, as heliabuild's builders make theirs
+        if text not in VALUES:
+            VALUES[text] = env.Value(text.format(name=name))
+        return VALUES[text] if "{{name}}" not in text else env.Value(text.format(name=name))
+    return env.Alias(text.format(name=name))[0] if kind == "alias" else text.format(name=name)
 
 
 for index in range({pipelines}):
@@ -120,14 +128,18 @@ for index in range({pipelines}):
         targets = [t.format(name=name) for t in targets]
         action = command if copy is None else copy(command, ARGUMENTS["bench_origin"], "heliabuild run" in command)
         built = env.Command(targets, [s.format(name=name) for s in sources], action)
-        for target, nodes, (precious, nocache, noclean) in zip(built, depends, flags):
-            env.Depends(target, [node(kind, text.format(name=name)) for kind, text in nodes])
+        if all(nodes == depends[0] for nodes in depends):  # one Depends for the call, as the builders do
+            env.Depends(built, [node(kind, text, name) for kind, text in depends[0]])
+        else:
+            for target, nodes in zip(built, depends):
+                env.Depends(target, [node(kind, text, name) for kind, text in nodes])
+        for target, (precious, nocache, noclean) in zip(built, flags):
             if precious:
                 env.Precious(target)
             if nocache:
                 env.NoCache(target)
     for alias, nodes in ALIASES:
-        env.Alias(alias.format(name=name), [node(kind, text.format(name=name)) for kind, text in nodes])
+        env.Alias(alias.format(name=name), [node(kind, text, name) for kind, text in nodes])
 if "bench_dump" in ARGUMENTS:
     graph_hooks.dump_graph(env, ARGUMENTS["bench_dump"])
     Exit(0)

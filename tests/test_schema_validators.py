@@ -93,7 +93,7 @@ def test_every_file_a_pipeline_writes_is_valid_by_python_jsonschema(written) -> 
 
 
 def test_an_invalid_document_gets_python_jsonschemas_message(written) -> None:
-    path, schema, document = next(item for item in written if item[1] == "result.schema.json")
+    _, schema, document = next(item for item in written if item[1] == "result.schema.json")
     broken = copy.deepcopy(document)
     broken["schema_version"] = "four"
     assert not is_valid(broken, schema)
@@ -132,9 +132,7 @@ def mutations(draw: st.DrawFn, documents: list[tuple[Path, str, Any]]) -> tuple[
     places = _paths(mutated)
     place = draw(st.sampled_from(places))
     value = draw(
-        st.one_of(
-            JSON_VALUES, st.sampled_from(["0" * 64, "ethos-u55-128", "latency_s", -1, 0, 1, 2.5, "", [], {}])
-        )
+        st.one_of(JSON_VALUES, st.sampled_from(["0" * 64, "ethos-u55-128", "latency_s", -1, 0, 1, 2.5, "", [], {}]))
     )
     if not place:
         return schema, value

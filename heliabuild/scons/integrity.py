@@ -31,6 +31,8 @@ from SCons.Node import Node, NodeInfoBase
 INTEGRITY_VALUE = "heliabuild: target content as built"
 """The integrity node's value; `scons --debug=explain` names it when a target was corrupted."""
 
+_INTACT = "helia_intact"
+"""Attribute of a target's `attributes`: (its node info, target_is_intact's verdict) for the node info."""
 _VERIFIER = "helia_verifier"
 """Attribute of a target's `attributes`: a further check of the target (set_verifier)."""
 
@@ -40,7 +42,20 @@ Verifier = Callable[[Node], bool]
 def target_is_intact(target: Node) -> bool:
     """Whether `target` exists, its content signature is the one SCons stored when it built it, and its
     verifier (if any) accepts it. A target SCons stored no signature for (never built) counts as intact:
-    SCons rebuilds it anyway, for want of build information."""
+    SCons rebuilds it anyway, for want of build information.
+
+    SCons asks twice per target and run (deciding, then releasing it); the verdict is kept with the target's
+    node info, which SCons replaces when it builds the target, so a rebuilt target is checked again."""
+    ninfo = target.get_ninfo()
+    known = getattr(target.attributes, _INTACT, None)
+    if known is not None and known[0] is ninfo:
+        return known[1]
+    verdict = _is_intact(target)
+    setattr(target.attributes, _INTACT, (ninfo, verdict))
+    return verdict
+
+
+def _is_intact(target: Node) -> bool:
     if not target.exists():
         return False
     stored = getattr(target.get_stored_info().ninfo, "csig", None)

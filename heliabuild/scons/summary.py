@@ -13,9 +13,15 @@ import atexit
 import statistics
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import SCons.Node
 from SCons.Node import Node
+
+from heliabuild.scons.runner import verified_result
+
+if TYPE_CHECKING:
+    from heliabuild.results.reader import Result
 
 _registered: list[tuple[str, Node]] = []
 """(pipeline name, its result.json node) of every pipeline made in this SCons process, in order."""
@@ -54,7 +60,7 @@ def print_summary() -> None:
     finished = (SCons.Node.executed, SCons.Node.up_to_date)
     try:
         rows = [
-            summary_row(name, result.dir.get_internal_path())
+            summary_row(name, result.dir.get_internal_path(), verified_result(result))
             for name, result in _registered
             if result.get_state() in finished
         ]
@@ -65,13 +71,14 @@ def print_summary() -> None:
         return
 
 
-def summary_row(name: str, result_dir: str) -> list[str]:
+def summary_row(name: str, result_dir: str, verified: Result | None = None) -> list[str]:
     """One row of summary_table: the pipeline, its backend, its segments, Vela's estimated cycles per segment
     (an estimate), the measured figure's median per invoke (instructions on QEMU, host wall time on LiteRT,
-    each named by its unit) and the bundle path, read from the verified bundle with heliabuild.api."""
+    each named by its unit) and the bundle path, read from the verified bundle with heliabuild.api; from
+    `verified` when the build's integrity check verified the bundle already (runner.verified_result)."""
     from heliabuild.api import load_result, measurement_samples
 
-    result = load_result(result_dir)
+    result = verified if verified is not None else load_result(result_dir)
     cycles = [segment["estimated_cycles"] for segment in result.segments]
     samples = measurement_samples(result)
     latencies = [s.latency_s for s in samples if s.latency_s is not None]
