@@ -103,7 +103,7 @@ DEFAULTS: dict[str, object] = {
 _REQUEST = "helia_runner_request"
 """Attribute of runner.json's `attributes`: what the action needs, resolved by the emitter."""
 _VERIFIED = "helia_verified_bundle"
-"""Attribute of result.json's `attributes`: (its node info, the bundle _bundle_verifies verified)."""
+"""Attribute of result.json's `attributes`: (its node info, the summary facts of the bundle it verified)."""
 _EXECUTES = "helia_runner_executes"
 """Attribute of runner.json's `attributes`: whether its policy executes (HeliaRun's emitter reads it)."""
 
@@ -361,21 +361,23 @@ def run_emitter(target: list[Node], source: list[Node], env: Environment) -> tup
 
 def _bundle_verifies(result: Node) -> bool:
     """Whether the bundle folder of `result` verifies against its manifest (heliabuild.results.reader). The
-    verified bundle is kept with the target's node info, for the summary table (verified_result)."""
+    verified bundle's summary row facts are kept with the target's node info, for the summary table
+    (verified_result), so the table does not verify every bundle again."""
     from heliabuild.results.reader import verify_bundle
+    from heliabuild.scons.summary import bundle_facts
 
     try:
-        loaded = verify_bundle(result.dir.get_abspath())
+        facts = bundle_facts(verify_bundle(result.dir.get_abspath()))
     except HeliaError:
         return False
-    setattr(result.attributes, _VERIFIED, (result.get_ninfo(), loaded))
+    setattr(result.attributes, _VERIFIED, (result.get_ninfo(), facts))
     return True
 
 
-def verified_result(result: Node) -> Any:
-    """The bundle of `result` (a heliabuild.results.reader.Result) as the integrity check verified it in this
-    run, or None when it did not, or did so before SCons rebuilt the target (SCons replaces the node info of
-    a target it builds, and checks the new target again)."""
+def verified_result(result: Node) -> tuple[str, ...] | None:
+    """heliabuild.scons.summary.bundle_facts of the bundle of `result` as the integrity check verified it in
+    this run, or None when it did not, or did so before SCons rebuilt the target (SCons replaces the node info
+    of a target it builds, and checks the new target again)."""
     known = getattr(result.attributes, _VERIFIED, None)
     return known[1] if known is not None and known[0] is result.get_ninfo() else None
 

@@ -71,14 +71,21 @@ def print_summary() -> None:
         return
 
 
-def summary_row(name: str, result_dir: str, verified: Result | None = None) -> list[str]:
-    """One row of summary_table: the pipeline, its backend, its segments, Vela's estimated cycles per segment
-    (an estimate), the measured figure's median per invoke (instructions on QEMU, host wall time on LiteRT,
-    each named by its unit) and the bundle path, read from the verified bundle with heliabuild.api; from
-    `verified` when the build's integrity check verified the bundle already (runner.verified_result)."""
-    from heliabuild.api import load_result, measurement_samples
+def summary_row(name: str, result_dir: str, facts: Sequence[str] | None = None) -> list[str]:
+    """One row of summary_table: the pipeline, then bundle_facts of its verified bundle (read with
+    heliabuild.api, or `facts` when the build's integrity check verified the bundle already:
+    runner.verified_result), then the bundle path."""
+    from heliabuild.api import load_result
 
-    result = verified if verified is not None else load_result(result_dir)
+    return [name, *(facts if facts is not None else bundle_facts(load_result(result_dir))), result_dir]
+
+
+def bundle_facts(result: Result) -> tuple[str, str, str, str]:
+    """What a row shows of a verified bundle: its backend, its segments, Vela's estimated cycles per segment
+    (an estimate) and the measured figure's median per invoke (instructions on QEMU, host wall time on
+    LiteRT, each named by its unit)."""
+    from heliabuild.api import measurement_samples
+
     cycles = [segment["estimated_cycles"] for segment in result.segments]
     samples = measurement_samples(result)
     latencies = [s.latency_s for s in samples if s.latency_s is not None]
@@ -91,7 +98,7 @@ def summary_row(name: str, result_dir: str, verified: Result | None = None) -> l
         measured = "-"
     estimated = "/".join("-" if value is None else str(value) for value in cycles) or "-"
     backend = result.document["run_identity"]["backend"]
-    return [name, backend, str(len(cycles)), estimated, measured, result_dir]
+    return backend, str(len(cycles)), estimated, measured
 
 
 def summary_table(rows: Sequence[Sequence[str]]) -> str:
