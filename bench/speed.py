@@ -147,8 +147,11 @@ if "bench_dump" in ARGUMENTS:
 
 
 def environment() -> dict[str, str]:
-    """The environment of every measured process: this venv's tools first on PATH, no SCONSFLAGS."""
-    env = {key: value for key, value in os.environ.items() if key != "SCONSFLAGS"}
+    """The environment of every measured process: this venv's tools first on PATH, no SCONSFLAGS, and
+    bytecode cached as an installed package has it (without, heliabuild's modules, unlike SCons's installed
+    ones, would be compiled again by every process)."""
+    dropped = ("SCONSFLAGS", "PYTHONDONTWRITEBYTECODE")
+    env = {key: value for key, value in os.environ.items() if key not in dropped}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     return env
 

@@ -149,7 +149,7 @@ def mutations(draw: st.DrawFn, documents: list[tuple[Path, str, Any]]) -> tuple[
     return schema, mutated
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_both_validators_agree_on_mutations_of_written_documents(written, data) -> None:
     schema, document = data.draw(mutations(written))
