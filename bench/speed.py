@@ -247,15 +247,13 @@ class Projects:
             shutil.copyfile(self.models[0], folder / "model.tflite")
 
     def _make(self, root: Path) -> None:
+        if self.pipelines < 2:
+            sys.exit("speed: at least two pipelines (the template and the one its copies are checked against)")
         hooks = f"bench_hooks={BENCH}"
         self._lay_out(self.helia)
         shutil.copytree(REPO / "site_scons", self.helia / "site_scons", ignore=shutil.ignore_patterns("__pycache__"))
-        sconstruct = HELIA_SCONSTRUCT.format(pipelines=max(self.pipelines, 2), template=TEMPLATE)
+        sconstruct = HELIA_SCONSTRUCT.format(pipelines=self.pipelines, template=TEMPLATE)
         (self.helia / "SConstruct").write_text(sconstruct, encoding="utf-8")
-        for index in range(2, self.pipelines):  # the SConstruct of two pipelines at least, for the template
-            (self.helia / f"p{index:04d}").mkdir(exist_ok=True)
-        if self.pipelines < 2:
-            sys.exit("speed: at least two pipelines")
         scons(self.helia, "-j2", TEMPLATE, CHECKED)
         self._check_copies()
         scons(self.helia, "-j2", hooks)
