@@ -109,7 +109,12 @@ def decode_text(data: bytes, source: str, what: str, *, error: type[HeliaError] 
 
 def check_json_values(document: Any, source: str, what: str, *, error: type[HeliaError] = HeliaError) -> Any:
     """`document` itself when it holds only JSON values (module docstring), each container once (a YAML
-    alias shares one); otherwise `error` naming `source` and the path of the first offending value."""
+    alias shares one); otherwise `error` naming `source` and the path of the first offending value.
+
+    A first walk only answers whether the document is clean (every document read is checked, most are);
+    only a document it finds an offence in is walked again, keeping the path of each value, to name it."""
+    if _holds_only_json(document):
+        return document
     seen: set[int] = set()
     stack: list[tuple[Any, str, int]] = [(document, "", 0)]
     while stack:
@@ -147,6 +152,40 @@ def check_json_values(document: Any, source: str, what: str, *, error: type[Heli
         else:
             raise error(f"{source}: {at}: a {type(value).__name__} value is not JSON; write it as a string")
     return document
+
+
+def _holds_only_json(document: Any) -> bool:
+    """Whether check_json_values finds nothing to refuse in `document` (the same rules, no paths kept)."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        kind = type(value)
+        if kind is dict or kind is list or isinstance(value, dict | list):
+            if depth >= MAX_DEPTH or id(value) in seen:
+                return False
+            seen.add(id(value))
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if type(key) is not str or not _is_unicode(key):
+                        return False
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+        elif kind is str or isinstance(value, str):
+            if not _is_unicode(value):
+                return False
+        elif value is None or kind is bool or isinstance(value, bool):
+            continue
+        elif isinstance(value, int):
+            if not -_INT64 <= value < _INT64:
+                return False
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                return False
+        else:
+            return False
+    return True
 
 
 def _is_unicode(text: str) -> bool:

@@ -1,5 +1,13 @@
 """JSON Schemas of the files heliabuild writes and reads, validation against them, and the one formatter of an
-unknown key in a schema-validated input (`check_keys`)."""
+unknown key in a schema-validated input (`check_keys`).
+
+Validation has two validators behind it: jsonschema-rs (compiled, cached per schema) answers whether a
+document is valid, in microseconds; only for an invalid document does python-jsonschema walk it again to name
+the first failing field (`best_match`), so every message is python-jsonschema's. Both implement Draft 2020-12
+(formats are annotations in both); tests/test_schema_validators.py checks that they agree on the documents
+heliabuild writes and on mutations of them. One difference is by design: jsonschema-rs takes a Python tuple
+for an array, as `json.dumps` writes it, where python-jsonschema takes only a list.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +16,52 @@ import json
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from heliabuild.documents import shown
 from heliabuild.errors import HeliaError, SchemaError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """The schema `schemas/<name>.schema.json` as shipped with the package."""
-    text = resources.files("heliabuild.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
-    return json.loads(text)
+    return load_schema_file(f"{name}.schema.json")
+
+
+@cache
+def load_schema_file(file_name: str) -> dict[str, Any]:
+    """The schema `schemas/<file_name>` as shipped with the package."""
+    return json.loads(resources.files("heliabuild.schemas").joinpath(file_name).read_text("utf-8"))
+
+
+@cache
+def _compiled(file_name: str) -> Any:
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(load_schema_file(file_name))
+
+
+def is_valid(document: Any, file_name: str) -> bool:
+    """Whether `document` validates against `schemas/<file_name>`, by jsonschema-rs (see the module docstring);
+    a document it cannot take (a value that is not JSON) is left to python-jsonschema."""
+    try:
+        return bool(_compiled(file_name).is_valid(document))
+    except (ValueError, TypeError, OverflowError):
+        return False
+
+
+def first_error(document: Any, file_name: str) -> jsonschema.exceptions.ValidationError | None:
+    """The error python-jsonschema names first (`best_match`) for `document` against `schemas/<file_name>`,
+    or None when it is valid; python-jsonschema runs only when jsonschema-rs finds the document invalid."""
+    if is_valid(document, file_name):
+        return None
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema_file(file_name))
+    return jsonschema.exceptions.best_match(validator.iter_errors(document))
 
 
 MAX_MESSAGE = 200
@@ -36,8 +77,7 @@ def message_of(error: jsonschema.exceptions.ValidationError) -> str:
 
 def validate(document: Any, schema_name: str, source: str) -> None:
     """Raise SchemaError naming `source` and the first failing field."""
-    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    error = first_error(document, f"{schema_name}.schema.json")
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
         raise SchemaError(f"{source}: {where}: {message_of(error)} (schema {schema_name})")

@@ -251,17 +251,14 @@ def _rule_shapes(document: Mapping[str, Any], source: str) -> None:
 
 def check_document(document: object, source: str) -> None:
     """Raise ConfigError unless `document` is a valid configuration (unknown keys named first)."""
-    import jsonschema
-
-    from heliabuild.schema_files import check_keys, load_schema, message_of
+    from heliabuild.schema_files import check_keys, first_error, message_of
 
     if not isinstance(document, Mapping):
         raise ConfigError(f"{source}: a configuration is a mapping, found {type(document).__name__}")
     check_json_values(document, source, "configuration", error=ConfigError)
     check_keys(document, SCHEMA_NAME, source, error=ConfigError)
     _rule_shapes(document, source)
-    validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    error = first_error(document, f"{SCHEMA_NAME}.schema.json")
     if error is not None:
         where = ".".join(str(part) for part in error.absolute_path) or "(top level)"
         raise ConfigError(f"{source}: {where}: {message_of(error)}", hint="schemas/aot-config.schema.json")

@@ -44,7 +44,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from enum import Enum, StrEnum
 from functools import cache
-from importlib import resources
 from typing import Any, NoReturn, Self, TypeVar
 
 from heliabuild.aot.schedule import UNKNOWN_FIELD_HINT, OperatorOrder, Schedule, StreamPool, Unit
@@ -855,17 +854,17 @@ def load_report(path: str | os.PathLike[str]) -> OptimizationReport:
 # The JSON Schemas
 
 
-@cache
 def load_json_schema(file_name: str) -> dict[str, Any]:
     """The schema `schemas/<file_name>` as shipped with the package (PLAN_SCHEMA_FILE, REPORT_SCHEMA_FILE)."""
-    return json.loads(resources.files("heliabuild.schemas").joinpath(file_name).read_text("utf-8"))
+    from heliabuild.schema_files import load_schema_file
+
+    return load_schema_file(file_name)
 
 
 def _validate(document: Any, file_name: str, source: str) -> None:
-    import jsonschema
+    from heliabuild.schema_files import first_error
 
-    validator = jsonschema.Draft202012Validator(load_json_schema(file_name))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    error = first_error(document, file_name)
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
         raise SchemaError(f"{source}: {where}: {error.message} (schema {file_name})")

@@ -25,11 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from heliabuild.documents import MAX_DOCUMENT_BYTES, check_json_values, read_regular_file, read_yaml, shown
 from heliabuild.errors import PolicyError
-from heliabuild.schema_files import check_keys, load_schema, message_of
+from heliabuild.schema_files import check_keys, first_error, message_of
 
 SCHEMA_NAME = "policy"
 STATES = ("carry", "single")
@@ -219,8 +217,7 @@ def _tensor_io(fvp: dict[str, Any], source: str) -> tuple[TensorInput, ...]:
 
 
 def _validate_schema(document: Any, source: str) -> None:
-    validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    error = first_error(document, f"{SCHEMA_NAME}.schema.json")
     if error is not None:
         where = ".".join(str(part) for part in error.absolute_path) or "(top level)"
         raise PolicyError(f"{source}: {where}: {message_of(error)} (schema policy)")

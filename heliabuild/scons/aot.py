@@ -37,6 +37,7 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -90,12 +91,19 @@ def prefix_of(name: str) -> str:
     return cleaned if cleaned and not cleaned[0].isdigit() else f"_{cleaned}"
 
 
-def _platform_entry(name: object, target: Node) -> dict[str, Any]:
-    """The platform's entry in heliabuild's table (read without validating: the action validates)."""
+@functools.cache
+def _platform_table() -> Mapping[str, Any]:
+    """heliabuild's platform table, read once per SCons run (it is package data; upgrading heliabuild, which
+    is in every signature, is what changes it). Only read here: the entries are not changed."""
     from heliabuild.aot.platforms import PLATFORMS_FILE
 
     with open(PLATFORMS_FILE, encoding="utf-8") as handle:
-        table = json.load(handle).get("platforms", {})
+        return json.load(handle).get("platforms", {})
+
+
+def _platform_entry(name: object, target: Node) -> dict[str, Any]:
+    """The platform's entry in heliabuild's table (read without validating: the action validates)."""
+    table = _platform_table()
     if not isinstance(name, str) or name not in table:
         raise configuration_error(
             BUILDER_NAME, target, f"{PLATFORM} is {name!r}; expected one of {', '.join(sorted(table))}"

@@ -43,6 +43,7 @@ Contract (docs/runner.md, "Wiring"):
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -52,7 +53,7 @@ from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.documents import read_json, read_yaml
+from heliabuild.documents import parse_yaml, read_json, read_text
 from heliabuild.errors import HeliaError
 from heliabuild.scons.aot import PLATFORM
 from heliabuild.scons.fvp import (
@@ -119,17 +120,25 @@ DEFAULTS: dict[str, object] = {
 
 _REQUEST = "helia_runner_request"
 """Attribute of runner.json's `attributes`: what the action needs, resolved by the emitter."""
+_VERIFIED = "helia_verified_bundle"
+"""Attribute of result.json's `attributes`: (its node info, the summary facts of the bundle it verified)."""
 _EXECUTES = "helia_runner_executes"
 """Attribute of runner.json's `attributes`: whether its policy executes (HeliaRun's emitter reads it)."""
 
 
 def _read_policy_document(path: str) -> Any:
-    """The parsed policy file at `path` (heliabuild.documents.read_yaml: bounded, no aliases), or None when it
-    cannot be read now (the action reports why)."""
+    """The parsed policy file at `path` (read as heliabuild.documents reads YAML: bounded, no aliases), or None
+    when it cannot be read now (the action reports why). The file is read for every pipeline, and parsed once
+    per distinct content: a project's pipelines mostly share one policy. The document is only read here."""
     try:
-        return read_yaml(path, "policy")
+        return _parsed_policy(read_text(path, "policy"))
     except HeliaError:  # unreadable or not YAML: the action reports it with the policy's own message
         return None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_policy(text: str) -> Any:
+    return parse_yaml(text, "policy", "policy")
 
 
 def _fvp(document: Any) -> Mapping[str, Any]:
@@ -381,14 +390,26 @@ def run_emitter(target: list[Node], source: list[Node], env: Environment) -> tup
 
 
 def _bundle_verifies(result: Node) -> bool:
-    """Whether the bundle folder of `result` verifies against its manifest (heliabuild.results.reader)."""
+    """Whether the bundle folder of `result` verifies against its manifest (heliabuild.results.reader). The
+    verified bundle's summary row facts are kept with the target's node info, for the summary table
+    (verified_result), so the table does not verify every bundle again."""
     from heliabuild.results.reader import verify_bundle
+    from heliabuild.results.summary import bundle_facts
 
     try:
-        verify_bundle(result.dir.get_abspath())
+        facts = bundle_facts(verify_bundle(result.dir.get_abspath()))
     except HeliaError:
         return False
+    setattr(result.attributes, _VERIFIED, (result.get_ninfo(), facts))
     return True
+
+
+def verified_result(result: Node) -> tuple[str, ...] | None:
+    """heliabuild.results.summary.bundle_facts of the bundle of `result` as the integrity check verified it in
+    this run, or None when it did not, or did so before SCons rebuilt the target (SCons replaces the node info
+    of a target it builds, and checks the new target again)."""
+    known = getattr(result.attributes, _VERIFIED, None)
+    return known[1] if known is not None and known[0] is result.get_ninfo() else None
 
 
 def _remove_target_folders(targets: Sequence[Node]) -> None:

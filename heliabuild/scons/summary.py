@@ -14,12 +14,14 @@ pipelines (a build of one point, `scons <sweep>.3`, prints that pipeline's row).
 from __future__ import annotations
 
 import atexit
-import statistics
 import sys
 from collections.abc import Sequence
 
 import SCons.Node
 from SCons.Node import Node
+
+from heliabuild.results.summary import bundle_facts
+from heliabuild.scons.runner import verified_result
 
 _registered: list[tuple[str, Node]] = []
 """(pipeline name, its result.json node) of every pipeline made in this SCons process, in order."""
@@ -69,7 +71,7 @@ def print_summary() -> None:
     claimed = frozenset().union(*(results for _, results in tables))
     try:
         rows = [
-            summary_row(name, result.dir.get_internal_path())
+            summary_row(name, result.dir.get_internal_path(), verified_result(result))
             for name, result in _registered
             if result.get_state() in finished and result not in claimed
         ]
@@ -94,31 +96,13 @@ def sweep_summary(table_json: str) -> str:
     return f"{table.to_text()}sweep {table.name}: {files}\n"
 
 
-def summary_row(name: str, result_dir: str) -> list[str]:
-    """One row of summary_table: the pipeline, its backend, its segments, Vela's estimated cycles per segment
-    (an estimate), Vela's SRAM and off-chip flash allocation of the compiled model (Vela's compile-time
-    figures, `-` where the bundle has none), the measured figure's median per invoke (instructions on QEMU,
-    host wall time on LiteRT, each named by its unit) and the bundle path, read from the verified bundle with
-    heliabuild.api."""
-    from heliabuild.api import load_result, measurement_samples
-    from heliabuild.results.export import kib_text
+def summary_row(name: str, result_dir: str, facts: Sequence[str] | None = None) -> list[str]:
+    """One row of summary_table: the pipeline, then bundle_facts of its verified bundle (read with
+    heliabuild.api, or `facts` when the build's integrity check verified the bundle already:
+    runner.verified_result), then the bundle path."""
+    from heliabuild.api import load_result
 
-    result = load_result(result_dir)
-    cycles = [segment["estimated_cycles"] for segment in result.segments]
-    samples = measurement_samples(result)
-    latencies = [s.latency_s for s in samples if s.latency_s is not None]
-    instructions = [s.instructions["total"] for s in samples if s.instructions is not None]
-    if instructions:
-        measured = f"{statistics.median(instructions):.0f} instructions"
-    elif latencies:
-        measured = f"{statistics.median(latencies) * 1e6:.1f} us host"
-    else:
-        measured = "-"
-    estimated = "/".join("-" if value is None else str(value) for value in cycles) or "-"
-    backend = result.document["run_identity"]["backend"]
-    vela = result.vela or {}
-    memory = [kib_text(vela.get(figure)) for figure in ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")]
-    return [name, backend, str(len(cycles)), estimated, *memory, measured, result_dir]
+    return [name, *(facts if facts is not None else bundle_facts(load_result(result_dir))), result_dir]
 
 
 def summary_table(rows: Sequence[Sequence[str]]) -> str:

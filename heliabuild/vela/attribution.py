@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from heliabuild.fence.contract import is_fence_name
@@ -38,6 +39,7 @@ from heliabuild.fence.coverage import FenceCoverage, UnmatchedRow
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model
 from heliabuild.model.opcodes import effective_builtin_code, operator_type
+from heliabuild.vela.configs import packaged_operator_names
 from heliabuild.vela.per_layer import PerLayerRow
 
 RULE_NAME = "name"
@@ -210,7 +212,25 @@ def _type_keys(opcode: Any) -> frozenset[str]:
 
 
 def _vela_operator_name(code: int) -> str | None:
+    """Vela's name of the builtin operator `code`: from Vela's source (configs.packaged_operator_names) without
+    importing its compiler, else from Vela itself."""
+    names = packaged_operator_names()
+    if names is not None:
+        builtin = _builtin_names().get(code)
+        return None if builtin is None else names.get(builtin)
     from ethosu.vela.tflite_mapping import builtin_operator_map
 
     entry = builtin_operator_map.get(code)
     return None if entry is None else entry[0].name
+
+
+@cache
+def _builtin_names() -> dict[int, str]:
+    """TFLite builtin operator code -> its name in the schema (`0` -> `ADD`)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    return {
+        value: name
+        for name, value in vars(schema.BuiltinOperator).items()
+        if not name.startswith("_") and isinstance(value, int)
+    }

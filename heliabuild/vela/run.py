@@ -36,7 +36,7 @@ from heliabuild.model.io import Model, load_model, model_sha256
 from heliabuild.paths import check_outputs
 from heliabuild.progress import activity
 from heliabuild.schema_files import validate
-from heliabuild.vela.configs import packaged_config_folder, resolve_config
+from heliabuild.vela.configs import packaged_accelerators, packaged_config_folder, resolve_config
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_memory_mode, default_system_config, output_names
 from heliabuild.vela.per_layer import read_per_layer
 from heliabuild.vela.segments import SegmentsReport, estimate_segments, fence_after_ops
@@ -72,7 +72,11 @@ def vela_version() -> str:
 
 @cache
 def accelerators() -> tuple[str, ...]:
-    """Every accelerator configuration the installed Vela knows."""
+    """Every accelerator configuration the installed Vela knows: read from its package
+    (configs.packaged_accelerators) without importing it, else from Vela itself."""
+    known = packaged_accelerators()
+    if known is not None:
+        return known
     from ethosu.vela.architecture_features import Accelerator
 
     return tuple(Accelerator.member_list())

@@ -1,0 +1,34 @@
+"""The facts a build's summary table shows of one verified result bundle (heliabuild.scons.summary prints
+the table; heliabuild.scons.runner keeps the facts of a bundle its integrity check verified)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from heliabuild.results.reader import Result
+
+
+def bundle_facts(result: Result) -> tuple[str, ...]:
+    """What a row shows of a verified bundle: its backend, its segments, Vela's estimated cycles per segment
+    (an estimate), Vela's SRAM and off-chip flash allocation of the compiled model (Vela's compile-time
+    figures, `-` where the bundle has none) and the measured figure's median per invoke (instructions on
+    QEMU, host wall time on LiteRT, each named by its unit)."""
+    from heliabuild.results.export import kib_text
+
+    cycles = [segment["estimated_cycles"] for segment in result.segments]
+    samples = result.samples
+    latencies = [s.latency_s for s in samples if s.latency_s is not None]
+    instructions = [s.instructions["total"] for s in samples if s.instructions is not None]
+    if instructions:
+        measured = f"{statistics.median(instructions):.0f} instructions"
+    elif latencies:
+        measured = f"{statistics.median(latencies) * 1e6:.1f} us host"
+    else:
+        measured = "-"
+    estimated = "/".join("-" if value is None else str(value) for value in cycles) or "-"
+    backend = result.document["run_identity"]["backend"]
+    vela = result.vela or {}
+    memory = [kib_text(vela.get(figure)) for figure in ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")]
+    return (backend, str(len(cycles)), estimated, *memory, measured)
