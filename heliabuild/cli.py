@@ -194,8 +194,8 @@ def _command_plan_fences(args: argparse.Namespace) -> int:
 def _default_prefix(model: Path) -> str:
     """The module prefix SCons's pipeline gives MODEL's plan: the file stem without Vela's `_vela` and then
     the fence stage's `_fenced` suffix (kws_fenced_vela.tflite -> kws), made a C identifier as
-    heliabuild.scons.aot.prefix_of makes a pipeline's name one."""
-    from heliabuild.scons.aot import prefix_of
+    heliabuild.aot.prefix.prefix_of makes a pipeline's name one, as SCons does."""
+    from heliabuild.aot.prefix import prefix_of
 
     return prefix_of(model.stem.removesuffix("_vela").removesuffix("_fenced"))
 

@@ -27,3 +27,10 @@ def check_prefix(prefix: str) -> str:
             hint="it prefixes the module's symbols, e.g. kws",
         )
     return prefix
+
+
+def prefix_of(name: str) -> str:
+    """A module prefix made from `name` (a pipeline's or a model's): non-identifier characters become `_`, and
+    a leading digit gets a `_` before it."""
+    cleaned = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"_{cleaned}"

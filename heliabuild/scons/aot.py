@@ -85,12 +85,6 @@ def is_c_identifier(text: str) -> bool:
     return bool(text) and (text[0].isalpha() or text[0] == "_") and all(c.isalnum() or c == "_" for c in text)
 
 
-def prefix_of(name: str) -> str:
-    """A module prefix made from `name` (a pipeline's): non-identifier characters become `_`."""
-    cleaned = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
-    return cleaned if cleaned and not cleaned[0].isdigit() else f"_{cleaned}"
-
-
 @functools.cache
 def _platform_table() -> Mapping[str, Any]:
     """heliabuild's platform table, read once per SCons run (it is package data; upgrading heliabuild, which

@@ -78,6 +78,7 @@ import SCons.Node.Alias
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
+from heliabuild.aot.prefix import prefix_of
 from heliabuild.scons import aot, fence, firmware, fvp, plan, runner, summary, vela
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.signatures import VELA_VERSION, readable
@@ -465,7 +466,7 @@ def helia_pipeline(
         )
     module_prefix = given.get(aot.PREFIX, overrides.get(aot.PREFIX))
     if module_prefix is None:
-        module_prefix = aot.prefix_of(str(name))
+        module_prefix = prefix_of(str(name))
     elif not isinstance(module_prefix, str) or not aot.is_c_identifier(module_prefix):
         raise configuration_error(
             METHOD_NAME, str(name), f"prefix is {module_prefix!r}; a module prefix is a C identifier, e.g. 'kws'"
