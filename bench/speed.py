@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -64,6 +65,7 @@ STAGE_LINES = (
     "heliabuild: runner ",
     "heliabuild: run ",
 )
+STAGE_COUNTER = re.compile(r"^heliabuild: \[\d+/\d+\] ")
 TARGETS = {"noop": 1.10, "changed": 0.6, "vela": 1.15, "aot": 2.5}
 POLICY = "defaults:\n  fvp:\n    acquisition: {state: carry, warmup_invokes: 1, measured_invokes: 1}\n"
 
@@ -96,6 +98,7 @@ COMMANDS = {
 
 BASELINE_SCONSTRUCT = """\
 import os
+import re
 SetOption("hash_format", "sha256")
 env = Environment(tools=[], ENV={{k: os.environ[k] for k in ("PATH", "PYTHONPATH", "HOME") if k in os.environ}})
 env["IMPLICIT_COMMAND_DEPENDENCIES"] = 0  # no executable nodes: the graph is heliabuild's, node for node
@@ -172,7 +175,9 @@ def checked(cost: ProcessCost, what: str, expected: int, marker: Callable[[str],
 
 
 def _helia_stage(line: str) -> bool:
-    return line.startswith(STAGE_LINES)
+    """A stage's start line, `heliabuild: [k/n] <stage> <target>` (not its `: done in` line)."""
+    unnumbered = STAGE_COUNTER.sub("heliabuild: ", line)
+    return unnumbered.startswith(STAGE_LINES) and not unnumbered.rstrip().endswith(" s")
 
 
 def _baseline_stage(line: str) -> bool:
