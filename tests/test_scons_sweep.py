@@ -365,6 +365,35 @@ def test_pipelines_given_one_unfenced_dir_share_its_compile_and_other_vela_optio
     ) in refused.stderr
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            'env.HeliaPipeline("a", model, stage_dirs={"runner": "shared"})',
+            "HeliaPipeline a: stage_dirs is {'runner': 'shared'}; expected a mapping of vela-unfenced, plan-fences, "
+            "fence, vela, aot-plan, firmware to folders",
+        ),
+        (
+            'env.HeliaPipeline("a", model, stem="a/b")',
+            "HeliaPipeline a: stem is 'a/b'; a file stem is letters, digits, '_', '.', '+' and '-'",
+        ),
+        (
+            'env.HeliaPipeline("a", model, fences=[3], stem="s")\nenv.HeliaPipeline("b", model, fences=[4], stem="s")',
+            "HeliaPipeline b: s_fenced.tflite is the fence output of pipeline a, made from other inputs (here "
+            "HELIA_FENCES=[4]); give each its own folder",
+        ),
+    ],
+    ids=["stage", "stem", "other-inputs"],
+)
+def test_stage_dirs_and_stem_that_cannot_work_are_one_user_error(tmp_path: Path, call: str, message: str) -> None:
+    folder = project(tmp_path / "project", call)
+    result = run_scons(folder, "-n")
+    assert result.returncode == 2, output_of(result)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("scons: *** ")]
+    assert len(errors) == 1 and message in errors[0], result.stderr
+    assert sorted(path.name for path in folder.iterdir() if path.suffix != ".lock") == ["SConstruct", "policy.yaml"]
+
+
 def test_the_sweep_in_docs_sweeps_md_reads_and_plans_its_points(tmp_path: Path) -> None:
     """The first Python block of docs/sweeps.md, verbatim as an SConstruct, in a dry run."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "sweeps.md").read_text(encoding="utf-8")
