@@ -68,19 +68,11 @@ UNFENCED_FOLDER = "unfenced"
 TABLE_SUFFIXES = ("_sweep.json", "_sweep.csv", "_sweep.html")
 BACKENDS = ("litert", "qemu-m55", "fvp")
 
-CHAINS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "unfenced": ("vela-unfenced",),
-        "fenced": ("vela-unfenced", "plan-fences", "fence", "vela"),
-        "aot": ("vela-unfenced", "plan-fences", "fence", "vela", "aot-plan", "firmware"),
-    }
-)
-"""Each shared folder's stages and those before them: the axes any of them reads name the folder."""
-
 CHAIN_STAGES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {"unfenced": ("vela-unfenced",), "fenced": ("plan-fences", "fence", "vela"), "aot": ("aot-plan", "firmware")}
 )
-"""The stages each shared folder holds."""
+"""The stages each shared folder holds, in build order: a folder is named by the axes its stages and those
+of the folders before it read."""
 
 SHARED_FOLDER = "shared"
 """The folder of a chain's stages when no axis changes them: every point shares them."""
@@ -243,7 +235,11 @@ def helia_sweep(
     _check_values(name, axes, common)
     try:
         points = expand({key: _json_value(values) for key, values in grid.items()})
-        folders = {chain: _chain_folders(points, _chain_axes(axes, stages)) for chain, stages in CHAINS.items()}
+        folders: dict[str, list[str]] = {}
+        read: list[str] = []
+        for chain, stages in CHAIN_STAGES.items():
+            read += stages
+            folders[chain] = _chain_folders(points, _chain_axes(axes, read))
     except GridError as error:
         raise configuration_error(METHOD_NAME, name, error.message) from None
     sweep_dir = env.Dir(name if build_dir is None else build_dir)
