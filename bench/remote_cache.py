@@ -90,12 +90,8 @@ def spread(values: list[float], scale: float = 1.0, unit: str = "s", digits: int
     return f"min {low:.{digits}f} {unit}  median {middle:.{digits}f} {unit}  max {high:.{digits}f} {unit}"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pipelines", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--jobs", type=int, default=1, help="scons -j of the measured builds")
-    args = parser.parse_args()
+def report(pipelines: int, rounds: int, jobs: int) -> None:
+    """Measure the hit paths (module docstring) and print the rows; exits when nginx is missing."""
     binary = nginx_binary()
     if binary is None:
         sys.exit("remote_cache: nginx is not installed (Debian package nginx)")
@@ -106,25 +102,25 @@ def main() -> int:
         try:
             url = f"--helia-cache-url={server.url}/bench"
             local = f"local_cache={root / 'local-cache'}"
-            cold, _ = run_scons(checkout(root / "fill", args.pipelines), "-Q", f"-j{args.jobs}", url, local, "cached")
+            cold, _ = run_scons(checkout(root / "fill", pipelines), "-Q", f"-j{jobs}", url, local, "cached")
             remote_times: list[float] = []
             local_times: list[float] = []
-            for index in range(args.rounds):
+            for index in range(rounds):
                 folder = root / f"round{index}"
                 first_remote = index % 2 == 0  # alternate which goes first, so drift favours neither
                 for mode in ("remote", "local") if first_remote else ("local", "remote"):
                     if mode == "remote":
-                        remote_times.append(hit(folder / mode, args.pipelines, args.jobs, "remote cache", url))
+                        remote_times.append(hit(folder / mode, pipelines, jobs, "remote cache", url))
                     else:
-                        local_times.append(hit(folder / mode, args.pipelines, args.jobs, "cache", local))
+                        local_times.append(hit(folder / mode, pipelines, jobs, "cache", local))
         finally:
             server.stop()
 
-    files = args.pipelines * FILES_PER_PIPELINE
+    files = pipelines * FILES_PER_PIPELINE
     ratios = [remote / local for remote, local in zip(remote_times, local_times, strict=True)]
     print(
-        f"{args.pipelines} pipelines of the synthetic KWS chain up to the runner: {files} files, "
-        f"-j{args.jobs}, {args.rounds} interleaved pairs, nginx on 127.0.0.1"
+        f"{pipelines} pipelines of the synthetic KWS chain up to the runner: {files} files, "
+        f"-j{jobs}, {rounds} interleaved pairs, nginx on 127.0.0.1"
     )
     print(f"cold build filling both caches   {cold:7.2f} s (one run)")
     print(f"remote cache hit (whole scons)   {spread(remote_times)}")
@@ -132,6 +128,15 @@ def main() -> int:
     print(f"ratio remote / local per pair    {spread(ratios, unit='x', digits=2)}")
     extra = [(remote - local) / files for remote, local in zip(remote_times, local_times, strict=True)]
     print(f"remote minus local, per file     {spread(extra, 1000, 'ms', 2)}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pipelines", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--jobs", type=int, default=1, help="scons -j of the measured builds")
+    args = parser.parse_args()
+    report(args.pipelines, args.rounds, args.jobs)
     return 0
 
 

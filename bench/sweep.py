@@ -2,8 +2,9 @@
 """Benchmark: a 24-point sweep built locally with `-j2` against the same sweep on a loopback Dask cluster
 with 2 workers, and the per-job overhead of the Dask path.
 
-The sweep is 2 synthetic chain models x 3 fence sets x 4 Ethos-U55 sizes, backend litert (24 pipelines:
-fence, Vela, aot-plan, runner, run). Each round builds it from clean three times, alternating: with the
+The sweep is one `env.HeliaSweep` of the synthetic chain model: 4 fence sets x 6 Ethos-U55 and U65 sizes,
+backend litert (24 points, each its own fence, Vela compile, aot-plan, runner and run, and the sweep's
+table). Each round builds it from clean three times, alternating: with the
 local executor and `-j2`; with `--helia-executor=dask://...` and `-j<dask jobs>` (default 4: two jobs on the
 workers while the stages that stay on the client run beside them); and, as the control, locally with that
 same `-j<dask jobs>`, which tells a gain of the cluster from a gain of running more at once. The cluster is
@@ -13,10 +14,11 @@ what the Dask path costs or saves on one machine; on a real cluster the Vela job
 Per-job overhead: the round trip of an `echo` job (one 1 KiB input copied to one output: no stage work) on
 the cluster against the same job with the local executor, interleaved; target <= 100 ms for the Dask path.
 
-The cache hit path (issue 14, section 3) is another benchmark's: when bench/remote_cache.py exists it is run
-after these rows and its output printed below them (REMOTE_CACHE_BENCH).
+The cache hit path: bench/remote_cache.py's rows, in the same run after these (a fresh checkout of
+`--cache-pipelines` pipelines that retrieves every file from the remote cache on nginx against one that
+retrieves them from a local CacheDir, `--rounds` interleaved pairs).
 
-    python bench/sweep.py [--rounds 3] [--jobs 50] [--dask-jobs 4]
+    python bench/sweep.py [--rounds 3] [--jobs 50] [--dask-jobs 4] [--cache-pipelines 8]
 """
 
 from __future__ import annotations
@@ -33,19 +35,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the loopback cluster the tests start (tests/helpers/dask_cluster.py)
+sys.path.insert(0, str(REPO / "bench"))
 
+import remote_cache  # noqa: E402 - bench/remote_cache.py, beside this file
 from helpers.dask_cluster import running_cluster  # noqa: E402
 
-REMOTE_CACHE_BENCH = REPO / "bench" / "remote_cache.py"
 SCONSTRUCT = """\
 env = Environment(tools=["default", "helia"], toolpath=[{site_tools!r}])
-for model in ("chain0", "chain1"):
-    for fences in (None, [3], [3, 6]):
-        for accelerator in ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256"):
-            name = "-".join([model, "x".join(map(str, fences or [])) or "plain", accelerator])
-            env.HeliaPipeline(
-                name, model + ".tflite", fences=fences, accelerator=accelerator, build_dir="build/" + name
-            )
+grid = {{
+    "fences": [None, [2], [3], [3, 6]],
+    "accelerator": ["ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512"],
+}}
+env.HeliaSweep("sweep", "chain0.tflite", grid=grid, build_dir="build/sweep")
 """
 
 
@@ -55,8 +56,7 @@ def sweep_project(folder: Path) -> Path:
 
     folder.mkdir(parents=True)
     (folder / "SConstruct").write_text(SCONSTRUCT.format(site_tools=str(REPO / "site_scons" / "site_tools")))
-    for seed in (0, 1):
-        save_model(synthesize("chain", seed=seed), folder / f"chain{seed}.tflite")
+    save_model(synthesize("chain", seed=0), folder / "chain0.tflite")
     return folder
 
 
@@ -126,22 +126,12 @@ def overhead_rows(root: Path, url: str, jobs: int) -> None:
     print(f"  Dask overhead per job (median difference): {difference:.1f} ms")
 
 
-def remote_cache_rows(rounds: int) -> None:
-    """The hook for the cache hit path (module docstring)."""
-    if not REMOTE_CACHE_BENCH.is_file():
-        print("cache hit path against a local CacheDir: bench/remote_cache.py is not here yet (issue 14, section 3)")
-        return
-    run = subprocess.run(
-        [sys.executable, str(REMOTE_CACHE_BENCH), "--rounds", str(rounds)], capture_output=True, text=True
-    )
-    print(run.stdout.rstrip() or run.stderr.rstrip())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="clean builds of each kind, alternating")
     parser.add_argument("--jobs", type=int, default=50, help="no-op jobs of each executor for the overhead")
     parser.add_argument("--dask-jobs", type=int, default=4, help="scons -j of the build on the cluster")
+    parser.add_argument("--cache-pipelines", type=int, default=8, help="pipelines of the cache hit path")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as temporary:
         root = Path(temporary)
@@ -149,7 +139,8 @@ def main() -> None:
             print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
             overhead_rows(root, cluster.url, args.jobs)
             sweep_rows(root, cluster.url, args.rounds, args.dask_jobs)
-    remote_cache_rows(args.rounds)
+    print("cache hit path, remote cache against a local CacheDir (bench/remote_cache.py):")
+    remote_cache.report(args.cache_pipelines, args.rounds, jobs=1)
 
 
 if __name__ == "__main__":

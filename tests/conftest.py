@@ -110,23 +110,30 @@ def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_library(tmp_path_factory.mktemp("firmware-library"))
 
 
-@pytest.fixture
-def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder of FAKE FVP executables (tests/helpers/fake_fvp.py, a test double, one per target name) first on
-    PATH; returns the call log (the SHA-256 of each job's model is in `fake-fvp-models.txt` beside it)."""
-    import os
+def fake_fvp_folder(folder: Path) -> Path:
+    """`folder`, created, holding one FAKE FVP executable (tests/helpers/fake_fvp.py, a test double) per FVP
+    target name, run by this interpreter; put it first on PATH."""
     import stat
     import sys
 
     from heliabuild.fvp.targets import TARGETS
 
-    folder = tmp_path / "fake-fvp-bin"
     folder.mkdir()
     text = f"#!{sys.executable}\n" + (Path(__file__).parent / "helpers" / "fake_fvp.py").read_text()
     for target in TARGETS:
         path = folder / target.executable
         path.write_text(text)
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return folder
+
+
+@pytest.fixture
+def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder of FAKE FVP executables (tests/helpers/fake_fvp.py, a test double, one per target name) first on
+    PATH; returns the call log (the SHA-256 of each job's model is in `fake-fvp-models.txt` beside it)."""
+    import os
+
+    folder = fake_fvp_folder(tmp_path / "fake-fvp-bin")
     log = tmp_path / "fake-fvp-calls.jsonl"
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_FVP_LOG", str(log))

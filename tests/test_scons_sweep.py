@@ -144,7 +144,7 @@ def test_sweep_builds_are_byte_identical_to_the_same_pipelines_built_alone(
     folder, _ = built
     calls = "\n".join(
         f'env.HeliaPipeline("kws_sweep.{index}", model, accelerator="{point.split(",")[0].split("=")[1]}", '
-        f'budget_cycles={point.split("=")[-1]}, policy="policy.yaml", build_dir="kws_sweep/{point}")'
+        f'budget_cycles={point.split("=")[-1]}, policy="policy.yaml", build_dir="kws_sweep/{point}", stem="kws_sweep")'
         for index, point in enumerate(FOLDERS, 1)
     )
     alone = project(tmp_path / "alone", calls)
@@ -169,6 +169,70 @@ def test_sweep_builds_are_byte_identical_to_the_same_pipelines_built_alone(
         for path in (theirs / "unfenced").iterdir():
             assert (shared / path.name).read_bytes() == path.read_bytes(), path
     assert compared >= 4 * 8
+
+
+def files_under(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Every file under `folder` by its path relative to it, but those under a first folder in `skip`."""
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in folder.rglob("*")
+        if path.is_file() and path.relative_to(folder).parts[0] not in skip
+    }
+
+
+def test_points_that_differ_only_in_policy_share_fence_vela_and_aot_plan(tmp_path: Path) -> None:
+    """2 policies x 2 accelerators: fence, Vela and aot-plan once per accelerator, runner and run per point,
+    each point's files byte-identical to its pipeline built alone; a policy change reruns only its points."""
+    grid = '{"policy": ["policy.yaml", "other/policy.yaml"], "accelerator": ["ethos-u55-128", "ethos-u55-256"]}'
+    folder = project(tmp_path / "project", f'env.HeliaSweep("kws_sweep", model, grid={grid}, fences=[3])')
+    (folder / "other").mkdir()
+    shutil.copy(folder / "policy.yaml", folder / "other" / "policy.yaml")
+    result = build_ok(folder, "-j2", "kws_sweep")
+    shared = [f"kws_sweep/accelerator={accelerator}/" for accelerator in ("ethos-u55-128", "ethos-u55-256")]
+    for stage, name in (("fence", "kws_sweep_fenced.tflite"), ("vela", "kws_sweep_fenced_vela.tflite")):
+        assert sorted(started(result, stage)) == [f"{under}{name}" for under in shared], output_of(result)
+    assert sorted(started(result, "aot-plan")) == [f"{under}kws_sweep_plan.json" for under in shared]
+    assert len(started(result, "runner")) == len(started(result, "run")) == 4
+    points = [row["folder"] for row in json.loads((folder / "kws_sweep" / "kws_sweep_sweep.json").read_text())["rows"]]
+    assert points[0] == "policy=policy.yaml,accelerator=ethos-u55-128" and len(points) == 4
+    assert len(printed_table(result)) == 2 + 4
+
+    calls = "\n".join(
+        f'env.HeliaPipeline("kws_sweep.{index}", model, fences=[3], stem="kws_sweep", build_dir="alone/{point}", '
+        f'policy="{"other/" if "other" in point else ""}policy.yaml", accelerator="{point.split("=")[-1]}")'
+        for index, point in enumerate(points, 1)
+    )
+    alone = project(tmp_path / "alone", calls)
+    (alone / "other").mkdir()
+    shutil.copy(alone / "policy.yaml", alone / "other" / "policy.yaml")
+    build_ok(alone, "-j2")
+    for point in points:
+        theirs = files_under(alone / "alone" / point, skip=("results",))
+        ours = files_under(folder / "kws_sweep" / point, skip=("results",))
+        ours |= files_under(folder / "kws_sweep" / point.split(",")[1])
+        assert sorted(ours) == sorted(theirs) and len(theirs) >= 8
+        assert all(ours[name] == data for name, data in theirs.items()), point
+
+    again = build_ok(folder, "kws_sweep")
+    assert heliabuild_lines(again) == [] and "`kws_sweep' is up to date." in again.stdout
+    (folder / "other" / "policy.yaml").write_text(POLICY.format(n=3), encoding="utf-8")
+    changed = build_ok(folder, "kws_sweep")
+    assert [line.split()[1] for line in heliabuild_lines(changed)] == ["runner", "run", "runner", "run", "sweep"]
+    assert {target.split("/")[1] for target in started(changed, "run")} == set(points[2:])
+
+
+def test_a_backend_axis_shares_fence_and_vela_and_the_aot_plan_but_for_qemu_m55(tmp_path: Path) -> None:
+    """litert and fvp read one AOT plan; qemu-m55's is of the model itself, for its platform (a dry run)."""
+    two = build_ok(project(tmp_path / "two", 'env.HeliaSweep("s", model, grid={"backend": ["litert", "fvp"]})'), "-n")
+    assert [started(two, stage) for stage in ("vela", "aot-plan")] == [
+        ["s/shared/kws_vela.tflite"],
+        ["s/shared/s_plan.json"],
+    ]
+    assert len(started(two, "runner")) == 2
+    grid = '{"backend": ["litert", "fvp", "qemu-m55"]}'
+    three = build_ok(project(tmp_path / "three", f'env.HeliaSweep("s", model, grid={grid}, fences=[3])'), "-n")
+    assert started(three, "fence") == ["s/shared/s_fenced.tflite"] and len(started(three, "vela")) == 1
+    assert sorted(started(three, "aot-plan")) == [f"s/backend={b}/s_plan.json" for b in ("fvp", "litert", "qemu-m55")]
 
 
 def test_a_second_build_is_up_to_date_and_the_table_reruns_only_when_a_bundle_changes(tmp_path: Path) -> None:
@@ -295,10 +359,39 @@ def test_pipelines_given_one_unfenced_dir_share_its_compile_and_other_vela_optio
     refused = run_scons(folder, "-n")
     assert refused.returncode == 2, output_of(refused)
     assert (
-        "scons: *** heliabuild: HeliaPipeline b: shared holds the unfenced compile of another pipeline, of kws.tflite "
-        "with other Vela options; give each model and Vela options an unfenced_dir of its own "
+        "scons: *** heliabuild: HeliaPipeline b: shared/kws_vela.tflite is the vela-unfenced output of pipeline a, "
+        "made from other inputs (here HELIA_VELA_ACCELERATOR='ethos-u55-256'); give each its own folder "
         f"(called at {folder / 'SConstruct'}:7)"
     ) in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            'env.HeliaPipeline("a", model, stage_dirs={"runner": "shared"})',
+            "HeliaPipeline a: stage_dirs is {'runner': 'shared'}; expected a mapping of vela-unfenced, plan-fences, "
+            "fence, vela, aot-plan, firmware to folders",
+        ),
+        (
+            'env.HeliaPipeline("a", model, stem="a/b")',
+            "HeliaPipeline a: stem is 'a/b'; a file stem is letters, digits, '_', '.', '+' and '-'",
+        ),
+        (
+            'env.HeliaPipeline("a", model, fences=[3], stem="s")\nenv.HeliaPipeline("b", model, fences=[4], stem="s")',
+            "HeliaPipeline b: s_fenced.tflite is the fence output of pipeline a, made from other inputs (here "
+            "HELIA_FENCES=[4]); give each its own folder",
+        ),
+    ],
+    ids=["stage", "stem", "other-inputs"],
+)
+def test_stage_dirs_and_stem_that_cannot_work_are_one_user_error(tmp_path: Path, call: str, message: str) -> None:
+    folder = project(tmp_path / "project", call)
+    result = run_scons(folder, "-n")
+    assert result.returncode == 2, output_of(result)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("scons: *** ")]
+    assert len(errors) == 1 and message in errors[0], result.stderr
+    assert sorted(path.name for path in folder.iterdir() if path.suffix != ".lock") == ["SConstruct", "policy.yaml"]
 
 
 def test_the_sweep_in_docs_sweeps_md_reads_and_plans_its_points(tmp_path: Path) -> None:

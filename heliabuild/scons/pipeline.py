@@ -11,12 +11,10 @@ Contract:
 - The stages are STAGES, in order; a pipeline has those whose `applies`
   holds for its request, each fed by the ones before it:
   - `vela-unfenced` (with `budget_cycles`): HeliaVela on the model, into
-    `<build_dir>/unfenced/` or `unfenced_dir`; pipelines given one
-    `unfenced_dir` share one compile when their model and Vela options are
-    the same (another model or other options there are a UserError);
+    `<build_dir>/unfenced/` or `unfenced_dir`;
   - `plan-fences` (with `budget_cycles`): HeliaFencePlan of the model and
-    that per-layer CSV, `<build_dir>/<name>_fence_plan.json`;
-  - `fence` (with `fences` or `budget_cycles`): HeliaFence, `<build_dir>/<name>_fenced.tflite`
+    that per-layer CSV, `<build_dir>/<stem>_fence_plan.json`;
+  - `fence` (with `fences` or `budget_cycles`): HeliaFence, `<build_dir>/<stem>_fenced.tflite`
     and its sidecar, with `fences` as HELIA_FENCES (a list of ints) or as
     the plan (a `.json` path or node), or with the plan of `plan-fences`;
   - `vela`: HeliaVela on the fenced model (or, without a fence stage, on
@@ -31,6 +29,14 @@ Contract:
   - `run` (always): HeliaRun of that runner, the bundle
     `<build_dir>/results/<name>/` (`result.json` first).
   A new stage is one more row of STAGES.
+- Sharing (heliabuild.scons.sharing): `stage_dirs` maps stages of
+  sharing.SHAREABLE (all but runner and run) to the folders their outputs go
+  to instead of `build_dir` (`vela-unfenced`: instead of `unfenced_dir`).
+  Pipelines whose stage gets the same target there share one builder call
+  when its inputs (sources, and every variable the stage reads) are the
+  same; other inputs are a UserError naming them. `stem` (default: the name)
+  names the fence plan and the fenced model, and so Vela's outputs, and is
+  the default prefix: pipelines that share stages need one stem.
 - Options: `accelerator`, `system_config`, `memory_mode` and `min_coverage`
   set HELIA_VELA_ACCELERATOR, HELIA_VELA_SYSTEM_CONFIG,
   HELIA_VELA_MEMORY_MODE and HELIA_MIN_COVERAGE for this pipeline; None
@@ -42,7 +48,7 @@ Contract:
   pipeline's accelerator, the first platform of the table whose NPU does,
   e.g. 'corstone300_ethos_u65' for 'ethos-u65-256') and HELIA_AOT_CONFIG (a
   YAML/JSON file or a configuration mapping) the same way; `prefix` is the
-  module prefix (default: the pipeline name with every character that
+  module prefix (default: the stem with every character that
   cannot be in a C identifier replaced by `_`), which names the plan and
   report. `policy` (a policy file or mapping) and `backend` set
   HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
@@ -70,7 +76,7 @@ import difflib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
 
@@ -79,9 +85,9 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.aot.prefix import prefix_of
-from heliabuild.scons import aot, fence, firmware, fvp, plan, runner, summary, vela
+from heliabuild.scons import aot, fence, firmware, fvp, plan, runner, sharing, summary, vela
 from heliabuild.scons.messages import configuration_error, node_path
-from heliabuild.scons.signatures import VELA_VERSION, readable
+from heliabuild.scons.sharing import VARIABLE_PREFIX
 
 METHOD_NAME = "HeliaPipeline"
 FENCED_MODEL_ALIAS = "fenced_model"
@@ -112,6 +118,8 @@ class PipelineRequest:
     prefix: str = ""
     backend: str = "litert"
     unfenced_dir: Node | None = None
+    stem: str = ""
+    stage_dirs: Mapping[str, Node] = field(default_factory=lambda: MappingProxyType({}))
 
 
 Built = Mapping[str, list[Node]]
@@ -196,50 +204,53 @@ def _on_qemu(request: PipelineRequest) -> bool:
     return request.backend == QEMU_BACKEND
 
 
-_UNFENCED = "helia_unfenced"
-"""Attribute of an unfenced compile's first target: (its inputs, its targets), for the pipelines that share it."""
+def _stage_dir(request: PipelineRequest, stage: str) -> Node:
+    """The folder of a stage's outputs: its entry in stage_dirs, else the pipeline's build_dir."""
+    return request.stage_dirs.get(stage, request.build_dir)
+
+
+def _once(
+    env: Environment,
+    request: PipelineRequest,
+    stage: str,
+    builder: str,
+    target: Node,
+    sources: list[Node],
+    **variables: object,
+) -> list[Node]:
+    """The builder's call for a shareable stage, or the targets of the pipeline that made `target` from the
+    same inputs (heliabuild.scons.sharing.once)."""
+    return sharing.once(
+        env, METHOD_NAME, request.name, stage, builder, target, sources, {**request.overrides, **variables}
+    )
 
 
 def _vela_unfenced(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    folder = request.unfenced_dir or request.build_dir.Dir(UNFENCED_FOLDER)
+    folder = request.stage_dirs.get("vela-unfenced", request.unfenced_dir or request.build_dir.Dir(UNFENCED_FOLDER))
     compiled = folder.File(vela.vela_target_name(request.model.name))
-    stage_env = env.Override(request.overrides)
-    inputs = (node_path(request.model), *(readable(stage_env.get(option)) for option in (*vela.OPTIONS, VELA_VERSION)))
-    shared = getattr(compiled.attributes, _UNFENCED, None)
-    if shared is not None:  # another pipeline compiles into this folder: the same inputs share its compile
-        if shared[0] != inputs:
-            raise configuration_error(
-                METHOD_NAME,
-                request.name,
-                f"{node_path(folder)} holds the unfenced compile of another pipeline, of "
-                f"{shared[0][0]} with other Vela options; give each model and Vela options an unfenced_dir of its own",
-            )
-        return list(shared[1])
-    targets = env.HeliaVela(compiled, request.model, **request.overrides)
-    setattr(compiled.attributes, _UNFENCED, (inputs, tuple(targets)))
-    return targets
+    return _once(env, request, "vela-unfenced", "HeliaVela", compiled, [request.model])
 
 
 def _plan_fences(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    per_layer = built["vela-unfenced"][1]
-    return env.HeliaFencePlan(
-        request.build_dir.File(f"{request.name}{PLAN_SUFFIX}"),
-        [request.model, per_layer],
-        **{plan.BUDGET_CYCLES: request.budget_cycles, **request.overrides},
+    target = _stage_dir(request, "plan-fences").File(f"{request.stem}{PLAN_SUFFIX}")
+    sources = [request.model, built["vela-unfenced"][1]]
+    return _once(
+        env, request, "plan-fences", "HeliaFencePlan", target, sources, **{plan.BUDGET_CYCLES: request.budget_cycles}
     )
 
 
 def _fence(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    target = request.build_dir.File(f"{request.name}{FENCED_SUFFIX}")
+    target = _stage_dir(request, "fence").File(f"{request.stem}{FENCED_SUFFIX}")
     fence_plan = built["plan-fences"][0] if "plan-fences" in built else request.fences
     if isinstance(fence_plan, Node):
-        return env.HeliaFence(target, [request.model, fence_plan], **{fence.FENCES: [], **request.overrides})
-    return env.HeliaFence(target, request.model, **{fence.FENCES: list(fence_plan or ()), **request.overrides})
+        return _once(env, request, "fence", "HeliaFence", target, [request.model, fence_plan], **{fence.FENCES: []})
+    return _once(env, request, "fence", "HeliaFence", target, [request.model], **{fence.FENCES: list(fence_plan or ())})
 
 
 def _vela(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
     model = built["fence"][0] if "fence" in built else request.model
-    targets = env.HeliaVela(request.build_dir.File(vela.vela_target_name(model.name)), model, **request.overrides)
+    target = _stage_dir(request, "vela").File(vela.vela_target_name(model.name))
+    targets = _once(env, request, "vela", "HeliaVela", target, [model])
     if "fence" in built:  # the scanner finds the sidecar too; explicit, it survives --implicit-deps-unchanged
         env.Depends(targets, built["fence"][1])
     return targets
@@ -251,17 +262,16 @@ def _model_to_run(request: PipelineRequest, built: Built) -> Node:
 
 
 def _aot_plan(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    target = request.build_dir.File(f"{request.prefix}{aot.PLAN_SUFFIX}")
-    if _on_qemu(request):  # the firmware runs every operator on the CPU: the plan of the model itself
-        return env.HeliaAotPlan(target, [_model_to_run(request, built)], **request.overrides)
-    compiled, per_layer = built["vela"][0], built["vela"][1]
-    return env.HeliaAotPlan(target, [compiled, per_layer], **request.overrides)
+    target = _stage_dir(request, "aot-plan").File(f"{request.prefix}{aot.PLAN_SUFFIX}")
+    # on qemu-m55 the firmware runs every operator on the CPU: the plan of the model itself
+    sources = [_model_to_run(request, built)] if _on_qemu(request) else [built["vela"][0], built["vela"][1]]
+    return _once(env, request, "aot-plan", "HeliaAotPlan", target, sources)
 
 
 def _firmware(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    target = request.build_dir.Dir(FIRMWARE_FOLDER).File(f"{request.prefix}_model.c")
+    target = _stage_dir(request, "firmware").Dir(FIRMWARE_FOLDER).File(f"{request.prefix}_model.c")
     sources = [_model_to_run(request, built), built["aot-plan"][0]]
-    return env.HeliaFirmwareModule(target, sources, **request.overrides)
+    return _once(env, request, "firmware", "HeliaFirmwareModule", target, sources)
 
 
 def _runner(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
@@ -290,6 +300,23 @@ STAGES: tuple[Stage, ...] = (
     Stage("run", _always, _run),
 )
 """Every stage a pipeline can have, in build order."""
+
+KEYWORD_VARIABLES: Mapping[str, str] = MappingProxyType(
+    {
+        "accelerator": vela.ACCELERATOR,
+        "system_config": vela.SYSTEM_CONFIG,
+        "memory_mode": vela.MEMORY_MODE,
+        "vela_config": vela.CONFIG,
+        "min_coverage": plan.MIN_COVERAGE,
+        "platform": aot.PLATFORM,
+        "prefix": aot.PREFIX,
+        "aot_config": aot.CONFIG,
+        "policy": runner.POLICY,
+        "backend": runner.BACKEND,
+        "fvp_firmware": runner.FVP_FIRMWARE,
+    }
+)
+"""The HeliaPipeline keywords that set one construction variable each, and the variable."""
 
 _RESERVED = (fence.FENCES, plan.BUDGET_CYCLES)
 """Variables a pipeline sets from its own arguments; passing them as keywords is refused."""
@@ -363,6 +390,19 @@ def _request(
     )
 
 
+def _stage_dirs(env: Environment, name: str, stage_dirs: Mapping[str, object] | None) -> Mapping[str, Node]:
+    """stage_dirs as folder nodes; a UserError for a key that is no stage pipelines can share (sharing.SHAREABLE)."""
+    if stage_dirs is None:
+        return MappingProxyType({})
+    if not isinstance(stage_dirs, Mapping) or not all(key in sharing.SHAREABLE for key in stage_dirs):
+        raise configuration_error(
+            METHOD_NAME,
+            name,
+            f"stage_dirs is {stage_dirs!r}; expected a mapping of {', '.join(sharing.SHAREABLE)} to folders",
+        )
+    return MappingProxyType({stage: env.Dir(folder) for stage, folder in stage_dirs.items()})
+
+
 def check_keywords(
     name: str, overrides: Mapping[str, object], method: str = METHOD_NAME, what: str = "keyword"
 ) -> None:
@@ -389,9 +429,6 @@ def check_keywords(
                 f"unknown {what} {keyword}={overrides[keyword]!r}{hint} "
                 f"(the keywords are {', '.join(_keywords())}; a construction variable is upper case)",
             )
-
-
-VARIABLE_PREFIX = "HELIA_"
 
 
 @cache
@@ -436,6 +473,8 @@ def helia_pipeline(
     vela_config: object = None,
     unfenced_dir: object = None,
     fvp_firmware: str | None = None,
+    stem: str | None = None,
+    stage_dirs: Mapping[str, object] | None = None,
     **overrides: object,
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
@@ -445,28 +484,23 @@ def helia_pipeline(
     one of these is a UserError (see check_keywords).
     """
     check_keywords(str(name), overrides)
-    options = {
-        vela.ACCELERATOR: accelerator,
-        vela.SYSTEM_CONFIG: system_config,
-        vela.MEMORY_MODE: memory_mode,
-        vela.CONFIG: vela_config,
-        plan.MIN_COVERAGE: min_coverage,
-        aot.PLATFORM: platform,
-        aot.PREFIX: prefix,
-        aot.CONFIG: aot_config,
-        runner.POLICY: policy,
-        runner.BACKEND: backend,
-        runner.FVP_FIRMWARE: fvp_firmware,
-    }
+    arguments = locals()
+    options = {variable: arguments[keyword] for keyword, variable in KEYWORD_VARIABLES.items()}
     given = {key: value for key, value in options.items() if value is not None}
     twice = sorted(set(given) & set(overrides))
     if twice:
         raise configuration_error(
             METHOD_NAME, str(name), f"{', '.join(twice)} given both as an argument and as a construction variable"
         )
+    file_stem = str(name) if stem is None else stem
+    if not isinstance(file_stem, str) or not NAME_PATTERN.fullmatch(file_stem):
+        raise configuration_error(
+            METHOD_NAME, str(name), f"stem is {file_stem!r}; a file stem is letters, digits, '_', '.', '+' and '-'"
+        )
+    folders = _stage_dirs(env, str(name), stage_dirs)
     module_prefix = given.get(aot.PREFIX, overrides.get(aot.PREFIX))
     if module_prefix is None:
-        module_prefix = prefix_of(str(name))
+        module_prefix = prefix_of(file_stem)
     elif not isinstance(module_prefix, str) or not aot.is_c_identifier(module_prefix):
         raise configuration_error(
             METHOD_NAME, str(name), f"prefix is {module_prefix!r}; a module prefix is a C identifier, e.g. 'kws'"
@@ -490,7 +524,11 @@ def helia_pipeline(
         given[aot.PLATFORM] = default_platform(None if accelerator_name is None else str(accelerator_name))
     request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
     request = replace(
-        request, backend=str(chosen_backend), unfenced_dir=None if unfenced_dir is None else env.Dir(unfenced_dir)
+        request,
+        backend=str(chosen_backend),
+        unfenced_dir=None if unfenced_dir is None else env.Dir(unfenced_dir),
+        stem=file_stem,
+        stage_dirs=folders,
     )
     built: dict[str, list[Node]] = {}
     for stage in STAGES:

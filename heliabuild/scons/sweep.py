@@ -12,9 +12,12 @@ Contract (docs/sweeps.md):
   `<name>.<k>` (k from 1, zero-padded), built in `<build_dir>/<point folder>/` (the point's folder name,
   heliabuild.grid), with the common keywords and the point's values. `build_dir` defaults to the sweep's
   name.
-- One unfenced Vela compile per (model, Vela options) feeds every budget: each point's pipeline gets
-  `unfenced_dir=<build_dir>/unfenced/<folder of its Vela axes>` (`<build_dir>/unfenced/` when no Vela
-  option is an axis), which the pipelines with the same Vela options share.
+- Stages whose inputs are identical are built once (docs/sweeps.md, "Sharing"): every point's pipeline has
+  the file stem `<name>` and gets `stage_dirs`: the unfenced compile in `<build_dir>/unfenced/<folder of
+  the axes it reads>/`, plan-fences, fence and Vela in `<build_dir>/<folder of the axes they and the
+  stages before them read>/`, aot-plan and the firmware module likewise (heliabuild.scons.sharing.reads
+  says which axes a stage reads; `unfenced/` and `shared/` when none), the runner and the run in the
+  point's folder. Points that agree on a folder's axes share its builder calls.
 - HeliaSweepTable writes `<build_dir>/<name>_sweep.json`, `_sweep.csv` and `_sweep.html` from every
   point's segments.json and result bundle (heliabuild.results.sweep and .sweep_report); its sources are
   those files and a Value of the points, so it reruns only when one of them changes. The build prints the
@@ -37,6 +40,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import SCons.Node.Alias
@@ -48,10 +52,10 @@ from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
 from heliabuild.grid import GridError, Point, canonical, expand, groups
-from heliabuild.scons import pipeline, summary, vela
+from heliabuild.scons import fence, pipeline, plan, sharing, summary
 from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
-from heliabuild.scons.signatures import VELA_VERSION, add_stage_dependencies
+from heliabuild.scons.signatures import add_stage_dependencies
 
 METHOD_NAME = "HeliaSweep"
 TABLE_BUILDER_NAME = "HeliaSweepTable"
@@ -64,10 +68,21 @@ UNFENCED_FOLDER = "unfenced"
 TABLE_SUFFIXES = ("_sweep.json", "_sweep.csv", "_sweep.html")
 BACKENDS = ("litert", "qemu-m55", "fvp")
 
-VELA_AXES = ("accelerator", "system_config", "memory_mode", "vela_config", *vela.OPTIONS, VELA_VERSION)
-"""The axes that change Vela's compile: points that agree on them share the unfenced compile."""
+CHAIN_STAGES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"unfenced": ("vela-unfenced",), "fenced": ("plan-fences", "fence", "vela"), "aot": ("aot-plan", "firmware")}
+)
+"""The stages each shared folder holds, in build order: a folder is named by the axes its stages and those
+of the folders before it read."""
 
-NOT_AXES = ("name", "model", "build_dir", "unfenced_dir")
+SHARED_FOLDER = "shared"
+"""The folder of a chain's stages when no axis changes them: every point shares them."""
+
+AXIS_VARIABLES: Mapping[str, str] = MappingProxyType(
+    {**pipeline.KEYWORD_VARIABLES, "budget_cycles": plan.BUDGET_CYCLES, "fences": fence.FENCES}
+)
+"""The construction variable each keyword axis sets; an upper-case axis is its own variable."""
+
+NOT_AXES = ("name", "model", "build_dir", "unfenced_dir", "stem", "stage_dirs")
 """HeliaPipeline keywords the sweep sets itself: neither axes nor common keywords."""
 
 _CALLED_AT = re.compile(r" \(called at [^()]*\)$")
@@ -164,6 +179,36 @@ def _check_values(name: str, axes: Mapping[str, Sequence[object]], common: Mappi
     _check_choice(name, "backend", values("backend"), BACKENDS, "a backend")
 
 
+def _chain_axes(axes: Mapping[str, Sequence[object]], stages: Sequence[str]) -> list[str]:
+    """The axes whose values change one of `stages` (heliabuild.scons.sharing.reads), in grid order. The
+    backend is one for the AOT plan when a point runs on qemu-m55, whose plan is of the model itself."""
+    on_qemu = pipeline.QEMU_BACKEND in axes.get("backend", ())
+    return [
+        axis
+        for axis in axes
+        if any(sharing.reads(stage, AXIS_VARIABLES.get(axis, axis)) for stage in stages)
+        or (axis == "backend" and on_qemu and "aot-plan" in stages)
+    ]
+
+
+def _chain_folders(points: Sequence[Point], chain_axes: Sequence[str]) -> list[str]:
+    """Each point's folder name for a chain of stages that reads `chain_axes`: named by the point's values on
+    them (heliabuild.grid, as the points' folders are), or "" when there are none."""
+    if not chain_axes:
+        return [""] * len(points)
+    distinct = {canonical([p.values[a] for a in chain_axes]): [p.values[a] for a in chain_axes] for p in points}
+    named = {canonical(list(p.values.values())): p.folder for p in expand({tuple(chain_axes): list(distinct.values())})}
+    return [named[canonical([p.values[a] for a in chain_axes])] for p in points]
+
+
+def _chain_dir(sweep_dir: Node, chain: str, folder: str) -> Node:
+    """The folder of a chain's stages: `unfenced/<folder>` for the unfenced compile, else `<folder>`, or
+    `unfenced/` and SHARED_FOLDER where no axis changes the chain."""
+    if chain == "unfenced":
+        return sweep_dir.Dir(UNFENCED_FOLDER).Dir(folder) if folder else sweep_dir.Dir(UNFENCED_FOLDER)
+    return sweep_dir.Dir(folder or SHARED_FOLDER)
+
+
 def _pipeline_error(name: str, point: Point, error: UserError) -> UserError:
     """The pipeline's UserError for one point, as the sweep's, naming the point."""
     problem = _CALLED_AT.sub("", str(error)).removeprefix("heliabuild: ")
@@ -178,7 +223,7 @@ def helia_sweep(
     build_dir: object = None,
     **common: object,
 ) -> Sweep:
-    """One HeliaPipeline per point of `grid`, sharing their unfenced compiles, and their table; see the module
+    """One HeliaPipeline per point of `grid`, sharing their common stages, and their table; see the module
     docstring. `build_dir` (default: the sweep's name) is relative to the calling SConscript's folder."""
     _check_name(name)
     try:
@@ -188,28 +233,30 @@ def helia_sweep(
     axes = {axis: [value[k] for value in values] for linked, values in found for k, axis in enumerate(linked)}
     _check_axes(name, axes, common)
     _check_values(name, axes, common)
-    vela_axes = [axis for axis in axes if axis in VELA_AXES]
     try:
         points = expand({key: _json_value(values) for key, values in grid.items()})
-        compiles = {canonical([p.values[a] for a in vela_axes]): [p.values[a] for a in vela_axes] for p in points}
-        unfenced_points = expand({tuple(vela_axes): list(compiles.values())}) if vela_axes else ()
+        folders: dict[str, list[str]] = {}
+        read: list[str] = []
+        for chain, stages in CHAIN_STAGES.items():
+            read += stages
+            folders[chain] = _chain_folders(points, _chain_axes(axes, read))
     except GridError as error:
         raise configuration_error(METHOD_NAME, name, error.message) from None
-    unfenced_folders = {canonical(list(p.values.values())): p.folder for p in unfenced_points}
     sweep_dir = env.Dir(name if build_dir is None else build_dir)
     width = len(str(len(points)))
     made: list[SweepPoint] = []
     combinations = itertools.product(*(values for _, values in found))
     for index, (point, combination) in enumerate(zip(points, combinations, strict=True), 1):
-        unfenced = sweep_dir.Dir(UNFENCED_FOLDER)
-        if vela_axes:
-            unfenced = unfenced.Dir(unfenced_folders[canonical([point.values[axis] for axis in vela_axes])])
+        chain_dirs = {
+            chain: _chain_dir(sweep_dir, chain, chain_folders[index - 1]) for chain, chain_folders in folders.items()
+        }
+        stage_dirs = {stage: chain_dirs[chain] for chain, stages in CHAIN_STAGES.items() for stage in stages}
         values = [item for value in combination for item in value]
-        options = {**common, **dict(zip(axes, values, strict=True))}
+        options = {"stem": name, **common, **dict(zip(axes, values, strict=True))}
         pipeline_name = f"{name}.{index:0{width}d}"
         try:
             made_pipeline = pipeline.helia_pipeline(
-                env, pipeline_name, model, build_dir=sweep_dir.Dir(point.folder), unfenced_dir=unfenced, **options
+                env, pipeline_name, model, build_dir=sweep_dir.Dir(point.folder), stage_dirs=stage_dirs, **options
             )
         except UserError as error:
             raise _pipeline_error(name, point, error) from None
