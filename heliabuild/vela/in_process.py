@@ -14,12 +14,14 @@ runs it as a subprocess.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from types import ModuleType
 
 _VELA = "ethosu.vela.vela"
 _STATS = "ethosu.vela.stats_writer"
@@ -65,6 +67,23 @@ def _captured(file: int) -> Iterator[None]:
         os.close(saved[1])
 
 
+def _imported_vela() -> ModuleType:
+    """Vela's command-line module, imported with the cyclic garbage collector paused and what the import made
+    frozen: the import's objects (numpy, Vela's compiler and tables) live until the process exits, so the
+    collector would only walk them again and again, in each collection while Vela compiles."""
+    if _VELA in sys.modules:
+        return sys.modules[_VELA]
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        module = importlib.import_module(_VELA)
+    finally:
+        if enabled:
+            gc.enable()
+    gc.freeze()
+    return module
+
+
 def _exit_status(code: object) -> int:
     """The exit status a process leaving with SystemExit(code) has; a message is printed as Python would."""
     if code is None or isinstance(code, int):
@@ -78,7 +97,7 @@ def run_vela(arguments: Sequence[str]) -> tuple[int, str]:
     with tempfile.TemporaryFile() as capture:
         with _captured(capture.fileno()):
             try:
-                code = importlib.import_module(_VELA).main(list(arguments))
+                code = _imported_vela().main(list(arguments))
             except SystemExit as exit:  # argparse's refusal of an argument, for one
                 code = _exit_status(exit.code)
         capture.seek(0)
