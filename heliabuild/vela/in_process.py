@@ -6,6 +6,9 @@ sys.stderr at the process's own streams (sys.__stdout__, sys.__stderr__), which 
 descriptors. So everything Vela prints is captured, through Python or its native core, in the order it
 was printed, as a `python -m ethosu.vela` subprocess's combined output is.
 
+`python -P .../heliabuild/vela/in_process.py ARGUMENTS` is Vela's command line, Vela imported the same
+way (main); the module imports nothing of heliabuild, so it runs by its path wherever heliabuild came from.
+
 Vela binds sys.stdout as a default argument when first imported (its performance printer), so it is
 imported inside the capture, and Vela runs here only while that binding is still the process's own stdout
 (`available`); otherwise (Vela imported earlier under another sys.stdout, or no process streams) the caller
@@ -103,3 +106,19 @@ def run_vela(arguments: Sequence[str]) -> tuple[int, str]:
         capture.seek(0)
         output = capture.read().decode("utf-8", errors="replace")
     return code, output
+
+
+def command(arguments: Sequence[str]) -> list[str]:
+    """The command line of a Vela subprocess on ARGUMENTS (main)."""
+    return [sys.executable, "-P", os.path.abspath(__file__), *arguments]
+
+
+def main() -> int:
+    """A Vela subprocess's entry point, `python -P .../in_process.py ARGUMENTS`: Vela's own `main`
+    on ARGUMENTS, its output left on this process's streams, Vela imported as _imported_vela imports it (the
+    SCons stage runs Vela this way, on several threads at once; `command` gives the command line)."""
+    return _imported_vela().main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

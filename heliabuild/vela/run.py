@@ -1,7 +1,7 @@
 """Running ethos-u-vela: compile a model and collect everything it wrote.
 
-Vela runs as a subprocess (`python -m ethosu.vela`), or for the CLI in
-this process (heliabuild.vela.in_process), with
+Vela runs as a subprocess (heliabuild.vela.in_process.command, which is
+Vela's command line), or for the CLI in this process (the same module), with
 `--verbose-performance`, in a temporary folder inside the output folder;
 only when it succeeded and its outputs were read back are they moved into
 place, one `os.replace` each, so an interrupted or failed run leaves each
@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -399,9 +398,7 @@ def _run_vela(model: Path, work: Path, options: VelaOptions, in_process: bool) -
 
 def _vela_subprocess(model: Path, work: Path, arguments: list[str]) -> tuple[int, str]:
     try:
-        run = subprocess.run(
-            [sys.executable, "-m", "ethosu.vela", *arguments], cwd=work, capture_output=True, text=True, check=False
-        )
+        run = subprocess.run(in_process_vela.command(arguments), cwd=work, capture_output=True, text=True, check=False)
     except OSError as error:
         raise VelaError(f"{model}: cannot start Vela: {error}") from None
     return run.returncode, run.stdout + run.stderr
