@@ -21,9 +21,9 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import version
 from pathlib import Path
 
+from heliabuild.distributions import version
 from heliabuild.documents import read_json, read_text
 from heliabuild.errors import HeliaError, VelaError
 from heliabuild.fence.contract import is_fence_name
