@@ -87,6 +87,18 @@ def executor() -> Executor:
         return _chosen[0]
 
 
+def check_choice() -> None:
+    """Choose the executor now (executor) when the options or HELIA_EXECUTOR name one other than `local`, so
+    a bad URL stops the build before anything runs; the local executor is made when a stage first runs."""
+    from SCons.Script import GetOption
+
+    from heliabuild.executor import EXECUTOR_VARIABLE, LOCAL
+
+    url = GetOption(OPTION)
+    if (url if url is not None else os.environ.get(EXECUTOR_VARIABLE) or LOCAL) != LOCAL:
+        executor()
+
+
 def _journal_path() -> str:
     from SCons.Script import Dir
 
