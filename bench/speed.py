@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -171,8 +172,14 @@ def checked(cost: ProcessCost, what: str, expected: int, marker: Callable[[str],
     return cost
 
 
+_PROGRESS = re.compile(r"heliabuild: \[\d+/\d+\] ")
+"""The `[k/n] ` the SCons stage lines carry after `heliabuild: ` (heliabuild.scons.progress)."""
+
+
 def _helia_stage(line: str) -> bool:
-    return line.startswith(STAGE_LINES)
+    """A stage's start line, `heliabuild: [k/n] fence ...` (its `...: done in` line is not counted)."""
+    bare = _PROGRESS.sub("heliabuild: ", line, count=1)
+    return bare.startswith(STAGE_LINES) and ": done in " not in bare
 
 
 def _baseline_stage(line: str) -> bool:
