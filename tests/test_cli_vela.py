@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -181,6 +184,36 @@ def test_vela_in_its_own_process_prints_what_a_vela_subprocess_would(tmp_path: P
     )
     for path in (tmp_path / "own").iterdir():
         assert path.read_bytes() == (tmp_path / "apart" / path.name).read_bytes(), path.name
+
+
+def test_vela_in_its_own_process_keeps_the_status_line_on_the_terminal(tmp_path: Path) -> None:
+    """On a terminal the status line (heliabuild.progress) is drawn while Vela runs in-process: it reaches
+    the terminal, not Vela's captured output, so the warnings are the same as off a terminal."""
+    fenced = tmp_path / "mixed_fenced.tflite"
+    rewrite_model_with_fences(mixed_model(), [0]).save(fenced)
+    plain = subprocess.run(
+        [sys.executable, "-m", "heliabuild.cli", "vela", fenced, "-o", tmp_path / "plain"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "heliabuild.cli", "vela", fenced, "-o", tmp_path / "terminal"],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    ) as process:
+        os.close(follower)
+        seen = b""
+        with contextlib.suppress(OSError):  # the terminal reads EIO once the process closed it
+            while chunk := os.read(leader, 65536):
+                seen += chunk
+        assert process.wait() == 0
+    os.close(leader)
+    text = seen.decode("utf-8").replace("\r\n", "\n")
+    assert "heliabuild: vela mixed_fenced.tflite" in text  # the status line was drawn
+    lines = [line.rpartition("\x1b[K")[2] for line in text.split("\n")]
+    assert [line for line in lines if line.startswith(WARNING)] == plain.stderr.splitlines()
 
 
 def test_vela_runs_as_a_subprocess_once_its_streams_are_bound_elsewhere() -> None:

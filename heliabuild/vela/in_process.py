@@ -53,19 +53,26 @@ def _flush() -> None:
 def _captured(file: int) -> Iterator[None]:
     """Descriptors 1 and 2 write into `file`, and sys.stdout and sys.stderr are the process's own streams,
     until the block ends (however it ends); then everything is as before."""
+    from heliabuild.progress import drawn_on  # here: run as a script (main), this module imports no heliabuild
+
     _flush()
     saved = os.dup(1), os.dup(2)
     streams = sys.stdout, sys.stderr
     try:
-        os.dup2(file, 1)
-        os.dup2(file, 2)
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        yield
+        # The status line (heliabuild.progress) goes on to the terminal, never into Vela's output.
+        terminal = os.fdopen(saved[1], "w", encoding="utf-8", errors="replace", closefd=False)
+        with terminal, drawn_on(terminal):
+            try:
+                os.dup2(file, 1)
+                os.dup2(file, 2)
+                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+                yield
+            finally:
+                _flush()
+                sys.stdout, sys.stderr = streams
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
     finally:
-        _flush()
-        sys.stdout, sys.stderr = streams
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
         os.close(saved[0])
         os.close(saved[1])
 
