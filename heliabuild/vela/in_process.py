@@ -7,7 +7,8 @@ descriptors. So everything Vela prints is captured, through Python or its native
 was printed, as a `python -m ethosu.vela` subprocess's combined output is.
 
 `python -P .../heliabuild/vela/in_process.py ARGUMENTS` is Vela's command line, Vela imported the same
-way (main); the module imports nothing of heliabuild, so it runs by its path wherever heliabuild came from.
+way (main); at module level it imports nothing of heliabuild, so it runs by its path wherever heliabuild came
+from (only the in-process capture uses heliabuild.progress, to keep the status line on the terminal).
 
 Vela binds sys.stdout as a default argument when first imported (its performance printer), so it is
 imported inside the capture, and Vela runs here only while that binding is still the process's own stdout
@@ -37,7 +38,7 @@ def available() -> bool:
     stats = sys.modules.get(_STATS)
     if stats is None:
         return True
-    return all(default is sys.__stdout__ for default in stats.print_performance_metrics.__defaults__[-1:])
+    return stats.print_performance_metrics.__defaults__[-1] is sys.__stdout__
 
 
 def _flush() -> None:
