@@ -65,7 +65,6 @@ STAGE_LINES = (
     "heliabuild: runner ",
     "heliabuild: run ",
 )
-STAGE_COUNTER = re.compile(r"^heliabuild: \[\d+/\d+\] ")
 TARGETS = {"noop": 1.10, "changed": 0.6, "vela": 1.15, "aot": 2.5}
 POLICY = "defaults:\n  fvp:\n    acquisition: {state: carry, warmup_invokes: 1, measured_invokes: 1}\n"
 
@@ -98,7 +97,6 @@ COMMANDS = {
 
 BASELINE_SCONSTRUCT = """\
 import os
-import re
 SetOption("hash_format", "sha256")
 env = Environment(tools=[], ENV={{k: os.environ[k] for k in ("PATH", "PYTHONPATH", "HOME") if k in os.environ}})
 env["IMPLICIT_COMMAND_DEPENDENCIES"] = 0  # no executable nodes: the graph is heliabuild's, node for node
@@ -174,10 +172,14 @@ def checked(cost: ProcessCost, what: str, expected: int, marker: Callable[[str],
     return cost
 
 
+_PROGRESS = re.compile(r"heliabuild: \[\d+/\d+\] ")
+"""The `[k/n] ` the SCons stage lines carry after `heliabuild: ` (heliabuild.scons.progress)."""
+
+
 def _helia_stage(line: str) -> bool:
-    """A stage's start line, `heliabuild: [k/n] <stage> <target>` (not its `: done in` line)."""
-    unnumbered = STAGE_COUNTER.sub("heliabuild: ", line)
-    return unnumbered.startswith(STAGE_LINES) and not unnumbered.rstrip().endswith(" s")
+    """A stage's start line, `heliabuild: [k/n] fence ...` (its `...: done in` line is not counted)."""
+    bare = _PROGRESS.sub("heliabuild: ", line, count=1)
+    return bare.startswith(STAGE_LINES) and ": done in " not in bare
 
 
 def _baseline_stage(line: str) -> bool:

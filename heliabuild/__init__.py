@@ -1,8 +1,8 @@
 """heliabuild: build TFLite models for Arm Ethos-U NPUs as file-dependency targets."""
 
-from importlib.metadata import PackageNotFoundError, version
+from heliabuild.distributions import NotInstalled, version
 
 try:
     __version__ = version("heliabuild")
-except PackageNotFoundError:  # running from a source tree that was never installed
+except NotInstalled:  # running from a source tree that was never installed
     __version__ = "0+unknown"

@@ -149,7 +149,7 @@ def _print_vela_warnings(warnings: Sequence[str]) -> None:
 def _command_vela(args: argparse.Namespace) -> int:
     from heliabuild.vela import compile
 
-    result = compile(args.model, args.output, **_vela_keywords(args))
+    result = compile(args.model, args.output, **_vela_keywords(args), in_process=True)
     for path in (result.model, result.per_layer_csv, result.summary_csv, result.segments_json):
         print(f"heliabuild: vela {path}")
     _print_vela_warnings(result.warnings)

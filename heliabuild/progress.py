@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TextIO
 
 STATUS_INTERVAL_S = 0.25
 """How often the status line is redrawn."""
@@ -47,6 +48,27 @@ _active: list[Activity] = []
 _drawn: list[bool] = [False]
 _redrawing: list[bool] = [False]
 _wake = threading.Condition(_lock)
+_streams: list[TextIO] = []
+"""Where the status line is drawn instead of sys.stderr, innermost last (drawn_on)."""
+
+
+def _stream() -> TextIO:
+    return _streams[-1] if _streams else sys.stderr
+
+
+@contextlib.contextmanager
+def drawn_on(stream: TextIO) -> Iterator[None]:
+    """Draw the status line on `stream` while the block runs: for a block that points sys.stderr elsewhere
+    (heliabuild.vela.in_process captures Vela's output), so the line still reaches the terminal."""
+    with _lock:
+        _erase()
+        _streams.append(stream)
+    try:
+        yield
+    finally:
+        with _lock:
+            _erase()
+            _streams.remove(stream)
 
 
 def _terminal() -> bool:
@@ -88,8 +110,8 @@ def clear_status() -> None:
 
 def _erase() -> None:
     if _drawn[0]:
-        sys.stderr.write(CLEAR)
-        sys.stderr.flush()
+        _stream().write(CLEAR)
+        _stream().flush()
         _drawn[0] = False
 
 
@@ -100,8 +122,8 @@ def _draw() -> None:
     now = time.monotonic()
     width = shutil.get_terminal_size((80, 24)).columns - 1
     line = "heliabuild: " + ", ".join(work.text(now) for work in _active)
-    sys.stderr.write(CLEAR + line[:width])
-    sys.stderr.flush()
+    _stream().write(CLEAR + line[:width])
+    _stream().flush()
     _drawn[0] = True
 
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -153,6 +158,78 @@ def test_vela_warns_once_about_other_cpu_operators(cli, tmp_path: Path) -> None:
     ]
     assert sum(w.startswith("Warning (supported operators) operator: DEQUANTIZE") for w in warnings) == 1
     assert not [w for w in warnings if "stream_split'" in w]
+
+
+def test_vela_in_its_own_process_prints_what_a_vela_subprocess_would(tmp_path: Path) -> None:
+    """`heliabuild vela` runs Vela inside its own process (heliabuild.vela.in_process): nothing Vela prints
+    reaches the terminal (its performance report, printed through a stream bound when Vela is imported,
+    included), and the warnings are those of a run of Vela as a subprocess, each once, and the files equal."""
+    fenced = tmp_path / "mixed_fenced.tflite"
+    rewrite_model_with_fences(mixed_model(), [0]).save(fenced)
+    before = sorted(tmp_path.iterdir())
+    run = subprocess.run(
+        [sys.executable, "-m", "heliabuild.cli", "vela", fenced, "-o", "own"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert sorted(tmp_path.iterdir()) == sorted([*before, tmp_path / "own"])  # nothing else in the folder it ran in
+    assert all(line.startswith("heliabuild: vela ") for line in run.stdout.splitlines()), run.stdout
+    apart = compile(fenced, tmp_path / "apart")
+    assert vela_warnings(run.stderr) == list(dict.fromkeys(w.removeprefix("Warning: ") for w in apart.warnings))
+    assert sorted(p.name for p in (tmp_path / "own").iterdir()) == sorted(
+        p.name for p in (tmp_path / "apart").iterdir()
+    )
+    for path in (tmp_path / "own").iterdir():
+        assert path.read_bytes() == (tmp_path / "apart" / path.name).read_bytes(), path.name
+
+
+def test_vela_in_its_own_process_keeps_the_status_line_on_the_terminal(tmp_path: Path) -> None:
+    """On a terminal the status line (heliabuild.progress) is drawn while Vela runs in-process: it reaches
+    the terminal, not Vela's captured output, so the warnings are the same as off a terminal."""
+    fenced = tmp_path / "mixed_fenced.tflite"
+    rewrite_model_with_fences(mixed_model(), [0]).save(fenced)
+    plain = subprocess.run(
+        [sys.executable, "-m", "heliabuild.cli", "vela", fenced, "-o", tmp_path / "plain"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "heliabuild.cli", "vela", fenced, "-o", tmp_path / "terminal"],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    ) as process:
+        os.close(follower)
+        seen = b""
+        with contextlib.suppress(OSError):  # the terminal reads EIO once the process closed it
+            while chunk := os.read(leader, 65536):
+                seen += chunk
+        assert process.wait() == 0
+    os.close(leader)
+    text = seen.decode("utf-8").replace("\r\n", "\n")
+    assert "heliabuild: vela mixed_fenced.tflite" in text  # the status line was drawn
+    lines = [line.rpartition("\x1b[K")[2] for line in text.split("\n")]
+    assert [line for line in lines if line.startswith(WARNING)] == plain.stderr.splitlines()
+
+
+def test_vela_runs_as_a_subprocess_once_its_streams_are_bound_elsewhere() -> None:
+    """Vela imported while sys.stdout was another stream would print past the capture: then it is not run
+    in-process (heliabuild.vela.in_process.available)."""
+    code = (
+        "import io, sys\n"
+        "from heliabuild.vela import in_process\n"
+        "assert in_process.available()\n"
+        "own, sys.stdout = sys.stdout, io.StringIO()\n"
+        "import ethosu.vela.stats_writer\n"
+        "sys.stdout = own\n"
+        "print(in_process.available())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert (run.returncode, run.stdout) == (0, "False\n"), run.stderr
 
 
 # ---------------------------------------------------------------- heliabuild plan-fences

@@ -18,12 +18,16 @@ that unset means `local`. docs/scale.md is the user documentation.
 from __future__ import annotations
 
 import os
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from heliabuild.executor.job import ExecutorError, Failure, InputFile, Job, Result
-from heliabuild.executor.local import LOCAL, LocalExecutor
-from heliabuild.executor.stages import Files
+from heliabuild.lazy import lazy_exports
 
+if TYPE_CHECKING:
+    from heliabuild.executor.job import Job, Result
+    from heliabuild.executor.stages import Files
+
+LOCAL = "local"
+"""The default executor's address: each job runs in this process (heliabuild.executor.local)."""
 EXECUTOR_VARIABLE = "HELIA_EXECUTOR"
 SHARED_VARIABLE = "HELIA_EXECUTOR_SHARED"
 """A folder every worker sees at the same path: inputs inside it are sent by path, not as bytes."""
@@ -43,6 +47,9 @@ def executor_for(url: str | None = None, shared: str | None = None) -> Executor:
     """The executor `url` names (`local` or `dask://host:port`; None: $HELIA_EXECUTOR, else `local`), with
     the shared input folder `shared` (None: $HELIA_EXECUTOR_SHARED). ExecutorError for any other URL, or a
     shared folder that is not a folder. Connecting waits for the first job."""
+    from heliabuild.executor.job import ExecutorError
+    from heliabuild.executor.local import LocalExecutor
+
     chosen = url if url is not None else os.environ.get(EXECUTOR_VARIABLE) or LOCAL
     if chosen == LOCAL:
         return LocalExecutor()
@@ -53,6 +60,18 @@ def executor_for(url: str | None = None, shared: str | None = None) -> Executor:
 
     return DaskExecutor(chosen, shared=folder)
 
+
+_EXPORTS = {
+    "ExecutorError": "heliabuild.executor.job",
+    "Failure": "heliabuild.executor.job",
+    "Files": "heliabuild.executor.stages",
+    "InputFile": "heliabuild.executor.job",
+    "Job": "heliabuild.executor.job",
+    "LocalExecutor": "heliabuild.executor.local",
+    "Result": "heliabuild.executor.job",
+}
+"""Names importable from here that load their module on first use: a no-op build imports none of them."""
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "EXECUTOR_VARIABLE",

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 
+from heliabuild.executor import LOCAL
 from heliabuild.executor.job import Job, Result
 from heliabuild.executor.stages import Files
 from heliabuild.executor.worker import Inputs, execute
-
-LOCAL = "local"
 
 
 class LocalExecutor:

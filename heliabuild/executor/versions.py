@@ -17,8 +17,9 @@ import hashlib
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from heliabuild.distributions import NotInstalled, version
 
 PACKAGE_SUFFIXES = (".py", ".json", ".c", ".h", ".ld", ".yaml")
 """The files of the heliabuild package whose content is its code and data (the digest's scope)."""
@@ -42,7 +43,7 @@ def _distribution(name: str) -> Callable[[], str | None]:
     def probe() -> str | None:
         try:
             return version(name)
-        except PackageNotFoundError:
+        except NotInstalled:
             return None
 
     return probe

@@ -17,6 +17,7 @@ from heliabuild.files import json_text, write_atomic
 from heliabuild.results.bundle import summary_csv
 from heliabuild.results.figures import SPREAD_LIMIT, Figure, measured_figures, segment_figure
 from heliabuild.results.reader import Result, load_result
+from heliabuild.results.summary import kib_text
 
 FIELDS = ("statistics", "samples")
 FORMATS = ("json", "csv")
@@ -132,11 +133,6 @@ def show_result(result: Result) -> str:
             )
         lines.extend(_table(["sample", "cycles_total", "latency_s", "signatures"], rows))
     return "\n".join(lines) + "\n"
-
-
-def kib_text(value: float | None) -> str:
-    """A memory figure in KiB as shown: `12.5 KiB`, `-` where it is not known."""
-    return "-" if value is None else f"{value:.1f} KiB"
 
 
 def vela_lines(vela: dict[str, Any]) -> list[str]:

@@ -10,13 +10,16 @@ if TYPE_CHECKING:
     from heliabuild.results.reader import Result
 
 
+def kib_text(value: float | None) -> str:
+    """A memory figure in KiB as shown: `12.5 KiB`, `-` where it is not known."""
+    return "-" if value is None else f"{value:.1f} KiB"
+
+
 def bundle_facts(result: Result) -> tuple[str, ...]:
     """What a row shows of a verified bundle: its backend, its segments, Vela's estimated cycles per segment
     (an estimate), Vela's SRAM and off-chip flash allocation of the compiled model (Vela's compile-time
     figures, `-` where the bundle has none) and the measured figure's median per invoke (instructions on
     QEMU, host wall time on LiteRT, each named by its unit)."""
-    from heliabuild.results.export import kib_text
-
     cycles = [segment["estimated_cycles"] for segment in result.segments]
     samples = result.samples
     latencies = [s.latency_s for s in samples if s.latency_s is not None]

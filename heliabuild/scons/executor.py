@@ -21,15 +21,18 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from SCons.Errors import UserError
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
-from heliabuild.executor import Executor, executor_for
-from heliabuild.executor.job import ExecutorError, Job, Result, SchedulerUnreachable
 from heliabuild.files import remove_files, write_all_or_nothing
 from heliabuild.scons.messages import EXIT_BAD_INPUT, report_failure, stage_failed
+
+if TYPE_CHECKING:  # heliabuild.executor is imported when a stage runs, not by a no-op build
+    from heliabuild.executor import Executor
+    from heliabuild.executor.job import Job, Result
 
 OPTION = "helia_executor"
 SHARED_OPTION = "helia_shared_path"
@@ -70,6 +73,9 @@ def executor() -> Executor:
     URL that names none. Chosen once, closed when SCons exits."""
     from SCons.Script import GetOption
 
+    from heliabuild.executor import executor_for
+    from heliabuild.executor.job import ExecutorError
+
     with _lock:
         if not _chosen:
             try:
@@ -79,6 +85,18 @@ def executor() -> Executor:
             _chosen.append(chosen)
             atexit.register(chosen.close)
         return _chosen[0]
+
+
+def check_choice() -> None:
+    """Choose the executor now (executor) when the options or HELIA_EXECUTOR name one other than `local`, so
+    a bad URL stops the build before anything runs; the local executor is made when a stage first runs."""
+    from SCons.Script import GetOption
+
+    from heliabuild.executor import EXECUTOR_VARIABLE, LOCAL
+
+    url = GetOption(OPTION)
+    if (url if url is not None else os.environ.get(EXECUTOR_VARIABLE) or LOCAL) != LOCAL:
+        executor()
 
 
 def _journal_path() -> str:
@@ -106,6 +124,7 @@ def _name(node: Node) -> str:
 
 def _run(job: Job, files: dict[str, Path]) -> Result:
     from heliabuild.executor import LOCAL
+    from heliabuild.executor.job import ExecutorError
     from heliabuild.executor.journal import record
 
     chosen = executor()
@@ -136,6 +155,8 @@ def run_bundle(runner_json: str, result_dir: str) -> Path:
 def _first_report(error: HeliaError) -> bool:
     """Whether `error` is to be printed: not an executor error already printed in this run (for the
     scheduler being gone, any such error)."""
+    from heliabuild.executor.job import ExecutorError, SchedulerUnreachable
+
     key = SchedulerUnreachable.__name__ if isinstance(error, SchedulerUnreachable) else error.message
     if not isinstance(error, ExecutorError):
         return True

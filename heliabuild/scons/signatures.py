@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 import heliabuild
+from heliabuild.distributions import NotInstalled, version
 from heliabuild.scons.integrity import integrity_node
 from heliabuild.scons.leftovers import keep_folder_of
 from heliabuild.scons.messages import node_path
@@ -56,7 +56,7 @@ def installed_version(distribution: str) -> str:
     """The installed version of `distribution`, or `not-installed`."""
     try:
         return version(distribution)
-    except PackageNotFoundError:
+    except NotInstalled:
         return "not-installed"
 
 

@@ -100,9 +100,11 @@ def summary_row(name: str, result_dir: str, facts: Sequence[str] | None = None) 
     """One row of summary_table: the pipeline, then bundle_facts of its verified bundle (read with
     heliabuild.api, or `facts` when the build's integrity check verified the bundle already:
     runner.verified_result), then the bundle path."""
-    from heliabuild.api import load_result
+    if facts is None:
+        from heliabuild.api import load_result
 
-    return [name, *(facts if facts is not None else bundle_facts(load_result(result_dir))), result_dir]
+        facts = bundle_facts(load_result(result_dir))
+    return [name, *facts, result_dir]
 
 
 def summary_table(rows: Sequence[Sequence[str]]) -> str:

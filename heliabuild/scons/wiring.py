@@ -74,7 +74,7 @@ def generate(env: Environment) -> None:
     disable_max_drift()
     remote_cache.configure(env)
     executor.add_options()
-    executor.executor()  # a bad --helia-executor stops the build before anything runs
+    executor.check_choice()
     lock_the_build(env)
     summary.install()
     for module in (aot, fence, firmware, plan, runner, sweep, synth, vela):

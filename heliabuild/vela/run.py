@@ -1,6 +1,7 @@
 """Running ethos-u-vela: compile a model and collect everything it wrote.
 
-Vela runs as a subprocess (`python -m ethosu.vela`) with
+Vela runs as a subprocess (heliabuild.vela.in_process.command, which is
+Vela's command line), or for the CLI in this process (the same module), with
 `--verbose-performance`, in a temporary folder inside the output folder;
 only when it succeeded and its outputs were read back are they moved into
 place, one `os.replace` each, so an interrupted or failed run leaves each
@@ -16,14 +17,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import version
 from pathlib import Path
 
+from heliabuild.distributions import version
 from heliabuild.documents import read_json, read_text
 from heliabuild.errors import HeliaError, VelaError
 from heliabuild.fence.contract import is_fence_name
@@ -36,6 +36,7 @@ from heliabuild.model.io import Model, load_model, model_sha256
 from heliabuild.paths import check_outputs
 from heliabuild.progress import activity
 from heliabuild.schema_files import validate
+from heliabuild.vela import in_process as in_process_vela
 from heliabuild.vela.configs import packaged_accelerators, packaged_config_folder, resolve_config
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_memory_mode, default_system_config, output_names
 from heliabuild.vela.per_layer import read_per_layer
@@ -212,6 +213,7 @@ def compile(
     config: Sequence[str | os.PathLike[str]] = (),
     optimise: str | None = None,
     extra_args: Sequence[str] = (),
+    in_process: bool = False,
 ) -> VelaResult:
     """Compile `model` (a .tflite file, fenced or not) with Vela into `out_dir`.
 
@@ -232,6 +234,9 @@ def compile(
     a locked work folder (_new_work_folder), so compiles at once into one
     folder never remove each other's work; segments.json records the compiled
     model's SHA-256 (`compiled_sha256`), which binds it to the model.
+    `in_process` runs Vela in this process (heliabuild.vela.in_process), for
+    a single-threaded caller that owns its standard streams (the CLI); else,
+    or when Vela cannot be captured here, as a subprocess.
     """
     options = VelaOptions(
         accelerator=accelerator,
@@ -263,7 +268,7 @@ def compile(
     moved: list[Path] = []
     earlier: list[Path] | None = None
     try:
-        output = _run_vela(source, work, options)
+        output = _run_vela(source, work, options, in_process)
         produced = {role: work / name for role, name in names.items()}
         for role in ("model", "per_layer", "summary"):
             if not produced[role].is_file():
@@ -377,20 +382,26 @@ def _move(produced: Path, destination: Path) -> None:
         raise VelaError(f"{destination}: cannot move Vela's output into place: {error.strerror or error}") from None
 
 
-def _run_vela(model: Path, work: Path, options: VelaOptions) -> str:
-    command = [sys.executable, "-m", "ethosu.vela", str(model.resolve()), "--output-dir", str(work.resolve())]
-    command += options.arguments()
-    try:
-        with activity(f"vela {model.name}"):
-            run = subprocess.run(command, cwd=work, capture_output=True, text=True, check=False)
-    except OSError as error:
-        raise VelaError(f"{model}: cannot start Vela: {error}") from None
-    output = run.stdout + run.stderr
-    if run.returncode < 0:
-        raise VelaError(f"{model}: Vela was stopped by signal {-run.returncode} before it finished")
-    if run.returncode != 0:
+def _run_vela(model: Path, work: Path, options: VelaOptions, in_process: bool) -> str:
+    arguments = [str(model.resolve()), "--output-dir", str(work.resolve()), *options.arguments()]
+    with activity(f"vela {model.name}"):
+        if in_process and in_process_vela.available():
+            returncode, output = in_process_vela.run_vela(arguments)
+        else:
+            returncode, output = _vela_subprocess(model, work, arguments)
+    if returncode < 0:
+        raise VelaError(f"{model}: Vela was stopped by signal {-returncode} before it finished")
+    if returncode != 0:
         raise VelaError(f"{model}: Vela failed: {_vela_message(output)}")
     return output
+
+
+def _vela_subprocess(model: Path, work: Path, arguments: list[str]) -> tuple[int, str]:
+    try:
+        run = subprocess.run(in_process_vela.command(arguments), cwd=work, capture_output=True, text=True, check=False)
+    except OSError as error:
+        raise VelaError(f"{model}: cannot start Vela: {error}") from None
+    return run.returncode, run.stdout + run.stderr
 
 
 def _vela_message(output: str) -> str:
