@@ -41,20 +41,12 @@ def output_names(prefix: str) -> tuple[str, str]:
 
 def check_per_layer_binding(model: Model, per_layer: str | os.PathLike[str]) -> None:
     """StageInputError unless `per_layer` is Vela's per-layer CSV of `model`, bound by content
-    (heliabuild.vela.binding): of the model Vela compiled into `model` when it holds `ethos-u` operators,
-    else of `model` itself. The message names the first row that does not match."""
-    from heliabuild.vela.binding import compiled_per_layer_mismatch, per_layer_mismatch
-    from heliabuild.vela.per_layer import read_per_layer
-    from heliabuild.vela.streams import command_streams
+    (heliabuild.vela.binding.per_layer_binding_mismatch, whose message it carries)."""
+    from heliabuild.vela.binding import per_layer_binding_mismatch
 
-    rows = read_per_layer(per_layer)
-    compiled = command_streams(model).count > 0
-    mismatch = (compiled_per_layer_mismatch if compiled else per_layer_mismatch)(model, rows)
+    mismatch = per_layer_binding_mismatch(model, per_layer)
     if mismatch is not None:
-        raise StageInputError(
-            f"{per_layer}: not Vela's per-layer CSV of {model.name}: {mismatch}",
-            hint="pass the per-layer CSV Vela wrote with this model",
-        )
+        raise StageInputError(mismatch, hint="pass the per-layer CSV Vela wrote with this model")
 
 
 @dataclass(frozen=True)

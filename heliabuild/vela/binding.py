@@ -32,6 +32,7 @@ match; the caller names the files and raises its stage's error.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from ai_edge_litert import schema_py_generated as schema
@@ -166,3 +167,16 @@ def compilation_mismatch(model: Model, compiled: Model) -> str | None:
     if found_fences != expected_fences:
         return f"the compiled model's fences write {found_fences}, but the model's fences write {expected_fences}"
     return None
+
+
+def per_layer_binding_mismatch(model: Model, per_layer: str | os.PathLike[str]) -> str | None:
+    """Why `per_layer` is not Vela's per-layer CSV of `model`, bound by content: of the model Vela compiled into
+    `model` when it holds `ethos-u` operators, else of `model` itself; the message names the file, the model and
+    the first row that does not match. None when it is."""
+    from heliabuild.vela.per_layer import read_per_layer
+    from heliabuild.vela.streams import command_streams
+
+    rows = read_per_layer(per_layer)
+    compiled = command_streams(model).count > 0
+    mismatch = (compiled_per_layer_mismatch if compiled else per_layer_mismatch)(model, rows)
+    return None if mismatch is None else f"{per_layer}: not Vela's per-layer CSV of {model.name}: {mismatch}"

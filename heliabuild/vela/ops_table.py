@@ -5,7 +5,7 @@ One row per operator of the model's first subgraph, in execution order: the orig
 last column of the terminal table), the type, and each output's shape and dtype. Given Vela's per-layer CSV of the
 model, each row also has the sum of Vela's estimated `Op Cycles` of the CSV rows attributed to the operator
 (heliabuild.vela.attribution) and where they run: `NPU`, `CPU`, `NPU+CPU`, or None when no row is attributed to it
-(then the cycles are None too). The CSV must be bound to the model (heliabuild.aot.stage.check_per_layer_binding)
+(then the cycles are None too). The CSV must be bound to the model (heliabuild.vela.binding.per_layer_binding_mismatch)
 and every one of its rows attributed to an operator: a row that belongs to none means a CSV of another model (the
 binding checks the names of the rows Vela left on the CPU, and a model all on the NPU has none), so a table never
 shows part of Vela's cycles as the whole. Vela's compiled model (holding `ethos-u` operators) with a CSV is refused:
@@ -20,7 +20,7 @@ from typing import Any
 
 from ai_edge_litert import schema_py_generated as schema
 
-from heliabuild.errors import HeliaError
+from heliabuild.errors import HeliaError, VelaError
 from heliabuild.fence.contract import is_fence_name
 from heliabuild.files import json_text
 from heliabuild.model.graph import indices
@@ -76,7 +76,7 @@ def operator_table(
     model_path: str | os.PathLike[str] | Model, per_layer: str | os.PathLike[str] | None = None
 ) -> list[OperatorRow]:
     """The rows of the model's table (module docstring). A per-layer CSV of another model is refused with
-    heliabuild.aot.stage.StageInputError naming the first row that does not match."""
+    VelaError naming the first row that does not match."""
     model = load_model(model_path)
     graph = model.subgraphs[0]
     fence_flags = [is_fence_name(model.operator_codes[op.opcodeIndex]) for op in graph.operators or []]
@@ -86,24 +86,26 @@ def operator_table(
     cycles: dict[int, int] = {}
     targets: dict[int, set[str]] = {}
     if per_layer is not None:
-        from heliabuild.aot.stage import StageInputError, check_per_layer_binding
         from heliabuild.vela.attribution import attribute_rows
+        from heliabuild.vela.binding import per_layer_binding_mismatch
         from heliabuild.vela.per_layer import read_per_layer
         from heliabuild.vela.streams import command_streams
 
         if command_streams(model).count > 0:
-            raise StageInputError(
+            raise VelaError(
                 f"{model.name}: Vela's compiled model (it holds ethos-u operators): its per-layer CSV names the "
                 "operators of the model Vela compiled, not these",
                 hint="give the model Vela compiled with --vela-per-layer, or this model without it",
             )
-        check_per_layer_binding(model, per_layer)
+        mismatch = per_layer_binding_mismatch(model, per_layer)
+        if mismatch is not None:
+            raise VelaError(mismatch, hint="pass the per-layer CSV Vela wrote with this model")
         rows = read_per_layer(per_layer)
         attributions = attribute_rows(model, rows)
         unmatched = [row for row, where in zip(rows, attributions, strict=True) if not where.matched]
         if unmatched:
             first = unmatched[0]
-            raise StageInputError(
+            raise VelaError(
                 f"{per_layer}: not Vela's per-layer CSV of {model.name}: row {first.index + 1} ({first.target} "
                 f"{first.nng_operator} {first.name!r}) belongs to no operator of the model "
                 f"({len(unmatched)} of {len(rows)} rows do not)",
