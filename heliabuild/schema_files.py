@@ -11,11 +11,9 @@ for an array, as `json.dumps` writes it, where python-jsonschema takes only a li
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from heliabuild.documents import shown
@@ -34,6 +32,8 @@ def load_schema(name: str) -> dict[str, Any]:
 @cache
 def load_schema_file(file_name: str) -> dict[str, Any]:
     """The schema `schemas/<file_name>` as shipped with the package."""
+    from importlib import resources  # here, not at the top: a no-op build validates nothing and reads no schema
+
     return json.loads(resources.files("heliabuild.schemas").joinpath(file_name).read_text("utf-8"))
 
 
@@ -130,6 +130,8 @@ def check_keys(
                 if key in properties:
                     walk(item, properties[key], where)
                 elif extra is False:
+                    import difflib  # only to name a refused key
+
                     accepted = sorted(properties)
                     near = difflib.get_close_matches(str(key), accepted, n=1, cutoff=0.6)
                     suggestion = f"; did you mean {near[0]!r}?" if near else ""

@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 
 from heliabuild.aot.platforms import (
+    DEFAULT_PLATFORM,
+    NPU_MACS,
     PLATFORMS_FILE,
     Memory,
     Platform,
     PlatformError,
     Transfer,
+    default_platform,
     get_platform,
     load_platforms,
     platform_names,
@@ -30,6 +33,19 @@ def test_the_shipped_table_validates_and_holds_the_two_platforms() -> None:
     assert {"apollo510_evb", "corstone300_ethos_u55"} <= set(table)
     assert platform_names() == sorted(table)
     assert platforms_document(table.values()) == document  # the file is what the records write back
+
+
+@pytest.mark.parametrize(
+    "accelerator",
+    [None, "ethos-u55-7", *(f"{product}-{macs}" for product, configs in NPU_MACS.items() for macs in configs)],
+)
+def test_the_default_platform_is_the_validated_tables_choice(accelerator: str | None) -> None:
+    """default_platform reads the shipped table's `npu` lists without validating it (a no-op SCons build imports
+    no schema validator); its choice is the one the validated table gives."""
+    table = load_platforms()
+    runs = sorted(name for name, platform in table.items() if accelerator and platform.runs_accelerator(accelerator))
+    expected = DEFAULT_PLATFORM if accelerator is None or DEFAULT_PLATFORM in runs or not runs else runs[0]
+    assert default_platform(accelerator) == expected
 
 
 def test_apollo510_evb() -> None:

@@ -12,7 +12,7 @@ import pytest
 from heliabuild.errors import ReceiptError, ResultError, SchemaError
 from heliabuild.files import json_text, sha256_file
 from heliabuild.results.bundle import Sample, output_files, sanitize_output_name, signatures_of, write_bundle
-from heliabuild.results.reader import load_result
+from heliabuild.results.reader import load_result, verify_bundle
 from heliabuild.results.receipt import Receipt
 
 SHA_A = "a" * 64
@@ -374,6 +374,32 @@ def test_tampered_schema_field_names_it(bundle: Path) -> None:
     reseal(bundle)
     with pytest.raises(ResultError, match=r"result\.json: measurements"):
         load_result(bundle)
+
+
+KNOWN_VALID = frozenset({"result.json", "manifest.json"})
+"""What SCons's integrity check passes to verify_bundle for a bundle whose two files are as the run stage wrote them."""
+
+
+def test_known_valid_files_skip_only_the_schema_check(bundle: Path) -> None:
+    """The integrity check of a no-op build names result.json and manifest.json as known valid (their bytes are
+    the ones SCons stored): the bundle reads back the same, and every check but the schema's still runs."""
+    assert verify_bundle(bundle, known_valid=KNOWN_VALID) == load_result(bundle)
+    path = bundle / "artifacts/samples/1/logits_out.bin"
+    data = bytearray(path.read_bytes())
+    data[0] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(ResultError, match=r"artifacts/samples/1/logits_out\.bin: sha256 .* does not match manifest"):
+        verify_bundle(bundle, known_valid=KNOWN_VALID)
+    reseal(bundle)
+    with pytest.raises(ResultError, match=r"samples\[1\]\.signatures\['logits/out'\]: does not match the bytes"):
+        verify_bundle(bundle, known_valid=KNOWN_VALID)
+
+
+def test_a_file_not_known_valid_is_still_validated(bundle: Path) -> None:
+    edit_json(bundle / "result.json", lambda d: d["measurements"]["samples"][0].update(latency_s="fast"))
+    reseal(bundle)
+    with pytest.raises(ResultError, match=r"result\.json: measurements"):
+        verify_bundle(bundle, known_valid=frozenset({"manifest.json"}))
 
 
 def test_not_a_bundle(tmp_path: Path) -> None:

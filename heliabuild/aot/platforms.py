@@ -282,12 +282,27 @@ def default_platform(accelerator: str | None) -> str:
     DEFAULT_PLATFORM (whose plan then names the mismatch)."""
     if accelerator is None:
         return DEFAULT_PLATFORM
-    table = load_platforms()
-    if table[DEFAULT_PLATFORM].runs_accelerator(accelerator):
+    runs = _shipped_npus()
+    if accelerator in runs.get(DEFAULT_PLATFORM, ()):
         return DEFAULT_PLATFORM
-    return next(
-        (name for name, found in sorted(table.items()) if found.runs_accelerator(accelerator)), DEFAULT_PLATFORM
-    )
+    return next((name for name, npus in sorted(runs.items()) if accelerator in npus), DEFAULT_PLATFORM)
+
+
+@cache
+def _shipped_npus() -> dict[str, tuple[str, ...]]:
+    """Each platform's `npu` list in heliabuild's own table, read without validating it, as platform_names
+    does (cheap: the SCons emitter picks a default platform for every pipeline while the SConscripts are read,
+    and a no-op then never imports a schema validator); the stage that plans for the platform loads the
+    validated table (get_platform), so a broken table is still refused before anything is planned with it."""
+    document = read_json(PLATFORMS_FILE, "platform table", error=PlatformError)
+    platforms = document.get("platforms") if isinstance(document, dict) else None
+    if not isinstance(platforms, dict):
+        return {}
+    return {
+        name: tuple(f"{product}-{macs}" for product, configs in npu.items() for macs in configs)
+        for name, entry in platforms.items()
+        if isinstance(entry, dict) and isinstance(npu := entry.get("npu", {}), dict)
+    }
 
 
 def get_platform(platform: str | Platform, platforms: Mapping[str, Platform] | None = None) -> Platform:

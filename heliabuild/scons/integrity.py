@@ -59,11 +59,22 @@ def target_is_intact(target: Node) -> bool:
 def _is_intact(target: Node) -> bool:
     if not target.exists():
         return False
-    stored = getattr(target.get_stored_info().ninfo, "csig", None)
+    stored = _stored_csig(target)
     if stored is not None and stored != target.get_csig():
         return False
     verifier: Verifier | None = getattr(target.attributes, _VERIFIER, None)
     return verifier is None or verifier(target)
+
+
+def _stored_csig(target: Node) -> str | None:
+    return getattr(target.get_stored_info().ninfo, "csig", None)
+
+
+def as_stored(target: Node) -> bool:
+    """Whether `target` exists and SCons stored a content signature for it that its bytes still have: they
+    are the bytes its builder wrote."""
+    stored = _stored_csig(target)
+    return stored is not None and target.exists() and stored == target.get_csig()
 
 
 def target_changed(node: Node, target: Node, prev_ni: NodeInfoBase | None, repo_node: Node | None = None) -> bool:

@@ -72,10 +72,9 @@ Contract:
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
@@ -403,6 +402,13 @@ def _stage_dirs(env: Environment, name: str, stage_dirs: Mapping[str, object] | 
     return MappingProxyType({stage: env.Dir(folder) for stage, folder in stage_dirs.items()})
 
 
+def close_matches(word: str, names: Sequence[str], *, n: int, cutoff: float = 0.6) -> list[str]:
+    """difflib's closest `names` to `word` (difflib is imported only for a name refused: a no-op build refuses none)."""
+    import difflib
+
+    return difflib.get_close_matches(word, names, n=n, cutoff=cutoff)
+
+
 def check_keywords(
     name: str, overrides: Mapping[str, object], method: str = METHOD_NAME, what: str = "keyword"
 ) -> None:
@@ -412,7 +418,7 @@ def check_keywords(
     user's own and pass through. The UserError is of `method` `name`, calling the keyword a `what`."""
     for keyword in sorted(overrides):
         if keyword.startswith(VARIABLE_PREFIX) and keyword not in _helia_variables():
-            close = difflib.get_close_matches(keyword, _helia_variables(), n=2, cutoff=0.85)
+            close = close_matches(keyword, _helia_variables(), n=2, cutoff=0.85)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise configuration_error(
                 method,
@@ -421,7 +427,7 @@ def check_keywords(
                 "it; docs/scons.md lists the HELIA_ variables)",
             )
         if keyword != keyword.upper() and keyword not in _keywords():
-            close = difflib.get_close_matches(keyword, _keywords(), n=3)
+            close = close_matches(keyword, _keywords(), n=3)
             hint = f"; did you mean {' or '.join(f'{match}=' for match in close)}?" if close else ""
             raise configuration_error(
                 method,

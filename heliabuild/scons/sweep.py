@@ -32,7 +32,6 @@ Contract (docs/sweeps.md):
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import os
@@ -158,7 +157,7 @@ def _check_choice(name: str, keyword: str, values: Sequence[object], known: Sequ
     """A UserError for a string of `values` not in `known`, with the closest of them as a did-you-mean."""
     for value in values:
         if isinstance(value, str) and value not in known:
-            close = difflib.get_close_matches(value, known, n=2)
+            close = pipeline.close_matches(value, known, n=2)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise configuration_error(
                 METHOD_NAME, name, f"{keyword} {value!r} is not {what}{hint} (they are {', '.join(known)})"
