@@ -93,6 +93,22 @@ class KernelCall:
     writes: tuple[int, ...]
     fence: bool = False
 
+    @classmethod
+    def of(
+        cls,
+        op: OperatorFacts,
+        run: str,
+        args_type: str | None,
+        *,
+        fields: tuple[tuple[str, Field], ...],
+        reads: tuple[int, ...],
+        writes: tuple[int, ...],
+        check: str | None = None,
+        fence: bool = False,
+    ) -> KernelCall:
+        """The call of kernel `run` for `op`, checked at init by `check` (default: `run` + `_check`)."""
+        return cls(op.index, op.id, op.op_type, check or f"{run}_check", run, args_type, fields, reads, writes, fence)
+
 
 class _Refusal(Exception):
     def __init__(self, reason: str) -> None:
@@ -198,13 +214,10 @@ def _conv(op: OperatorFacts, depthwise: bool) -> KernelCall:
     _, oh, ow, oc = params.output_shape
     per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
     kind = "depthwise_conv2d" if depthwise else "conv2d"
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check=f"helia_{kind}_s8_check",
-        run=f"helia_{kind}_s8",
-        args_type="helia_conv_s8_args",
+    return KernelCall.of(
+        op,
+        f"helia_{kind}_s8",
+        "helia_conv_s8_args",
         fields=(
             ("input", TensorRef(data.index)),
             ("filter", TensorRef(weights.index)),
@@ -251,13 +264,10 @@ def _fully_connected(op: OperatorFacts) -> KernelCall:
         f"output {output.name!r} has {output.element_count} elements, expected {params.batches * params.output_depth}",
     )
     per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check="helia_fully_connected_s8_check",
-        run="helia_fully_connected_s8",
-        args_type="helia_fully_connected_s8_args",
+    return KernelCall.of(
+        op,
+        "helia_fully_connected_s8",
+        "helia_fully_connected_s8_args",
         fields=(
             ("input", TensorRef(data.index)),
             ("filter", TensorRef(weights.index)),
@@ -296,13 +306,10 @@ def _pool(op: OperatorFacts) -> KernelCall:
     _need(tuple(params.output_shape) == tuple(output.shape), f"output shape {list(output.shape)} does not match")
     kind = "average_pool2d" if op.op_type == "AVERAGE_POOL_2D" else "max_pool2d"
     n, h, w, c = params.input_shape
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check=f"helia_{kind}_s8_check",
-        run=f"helia_{kind}_s8",
-        args_type="helia_pool_s8_args",
+    return KernelCall.of(
+        op,
+        f"helia_{kind}_s8",
+        "helia_pool_s8_args",
         fields=(
             ("input", TensorRef(data.index)),
             ("output", TensorRef(output.index)),
@@ -346,13 +353,10 @@ def _binary(op: OperatorFacts) -> KernelCall:
     derive = int8.add_params if op.op_type == "ADD" else int8.mul_params
     params = derive(_quant(first, "input 0"), _quant(second, "input 1"), _quant(output, "output"), _activation(op))
     kind = op.op_type.lower()
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check=f"helia_{kind}_s8_check",
-        run=f"helia_{kind}_s8",
-        args_type="helia_binary_s8_args",
+    return KernelCall.of(
+        op,
+        f"helia_{kind}_s8",
+        "helia_binary_s8_args",
         fields=(
             ("input1", TensorRef(first.index)),
             ("input2", TensorRef(second.index)),
@@ -394,13 +398,10 @@ def _reshape(op: OperatorFacts) -> KernelCall:
     _need(data.dtype == output.dtype and data.dtype in _ELEMENT_BYTES, f"RESHAPE of {data.dtype} has no kernel")
     _need(data.static and output.static, "RESHAPE with a dynamic shape has no kernel")
     _need(_byte_size(data) == _byte_size(output), "RESHAPE input and output sizes differ")
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check="helia_reshape_check",
-        run="helia_reshape",
-        args_type=None,
+    return KernelCall.of(
+        op,
+        "helia_reshape",
+        None,
         fields=(
             ("input", TensorRef(data.index)),
             ("input_bytes", _byte_size(data)),
@@ -422,13 +423,10 @@ def _softmax(op: OperatorFacts) -> KernelCall:
     )
     params = int8.softmax_params(_quant(data, "input").scale, float(op.option("beta", 1.0)))
     depth = data.shape[-1] if data.shape else 1
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check="helia_softmax_s8_check",
-        run="helia_softmax_s8",
-        args_type="helia_softmax_s8_args",
+    return KernelCall.of(
+        op,
+        "helia_softmax_s8",
+        "helia_softmax_s8_args",
         fields=(
             ("input", TensorRef(data.index)),
             ("output", TensorRef(output.index)),
@@ -463,13 +461,10 @@ def _pad(op: OperatorFacts, model: Model) -> KernelCall:
     _need(all(b >= 0 and a >= 0 for b, a in paddings), f"negative paddings {paddings}")
     expected = tuple(d + b + a for d, (b, a) in zip(data.shape, paddings, strict=True))
     _need(expected == tuple(output.shape), f"output shape {list(output.shape)} is not the padded {list(expected)}")
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check="helia_pad_check",
-        run="helia_pad",
-        args_type="helia_pad_args",
+    return KernelCall.of(
+        op,
+        "helia_pad",
+        "helia_pad_args",
         fields=(
             ("input", TensorRef(data.index)),
             ("output", TensorRef(output.index)),
@@ -507,13 +502,10 @@ def _concatenation(op: OperatorFacts) -> KernelCall:
     inner = 1
     for extent in output.shape[axis + 1 :]:
         inner *= extent
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check="helia_concatenation_check",
-        run="helia_concatenation",
-        args_type="helia_concat_args",
+    return KernelCall.of(
+        op,
+        "helia_concatenation",
+        "helia_concat_args",
         fields=(
             ("inputs", TensorTable(tuple(t.index for t in inputs))),
             ("axis_extents", IntArray("int32_t", tuple(t.shape[axis] for t in inputs))),
@@ -541,13 +533,10 @@ def _conversion(op: OperatorFacts) -> KernelCall:
     output = _dtype(op.output, target, "output")
     quant = _quant(output if quantized == "output" else data, quantized)
     _need(data.shape == output.shape, f"{op.op_type} input and output shapes differ")
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check=f"{kernel}_check",
-        run=kernel,
-        args_type=None,
+    return KernelCall.of(
+        op,
+        kernel,
+        None,
         fields=(
             ("input", TensorRef(data.index)),
             ("output", TensorRef(output.index)),
@@ -613,13 +602,10 @@ def _contract_binary(op: OperatorFacts, model: Model) -> KernelCall:
         run = contracts_native.COMPARISONS[op.op_type]
     else:
         run = f"helia_{op.op_type.lower()}_{_FLOAT_SUFFIX[first.dtype]}"
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check=f"{run}_check",
-        run=run,
-        args_type="helia_broadcast_args",
+    return KernelCall.of(
+        op,
+        run,
+        "helia_broadcast_args",
         fields=(
             ("input1", TensorRef(first.index)),
             ("input2", TensorRef(second.index)),
@@ -634,13 +620,10 @@ def _contract_binary(op: OperatorFacts, model: Model) -> KernelCall:
 
 def _select_v2(op: OperatorFacts, model: Model) -> KernelCall:
     (condition, x, y), output, _ = _admitted(op, model, 3)
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check="helia_select_v2_s32_check",
-        run="helia_select_v2_s32",
-        args_type="helia_select_v2_s32_args",
+    return KernelCall.of(
+        op,
+        "helia_select_v2_s32",
+        "helia_select_v2_s32_args",
         fields=(
             ("condition", TensorRef(condition.index)),
             ("x", TensorRef(x.index)),
@@ -658,13 +641,10 @@ def _select_v2(op: OperatorFacts, model: Model) -> KernelCall:
 def _neg(op: OperatorFacts, model: Model) -> KernelCall:
     (data,), output, _ = _admitted(op, model, 1)
     run = f"helia_neg_{_FLOAT_SUFFIX[data.dtype]}"
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
-        check=f"{run}_check",
-        run=run,
-        args_type=None,
+    return KernelCall.of(
+        op,
+        run,
+        None,
         fields=(("input", TensorRef(data.index)), ("output", TensorRef(output.index)), ("count", data.element_count)),
         reads=(data.index,),
         writes=(output.index,),
@@ -677,13 +657,11 @@ def _fence(op: OperatorFacts) -> KernelCall:
     for source, destination in zip(inputs, op.outputs, strict=True):
         _need(source.dtype in _ELEMENT_BYTES, f"fence pair {source.name!r}: dtype {source.dtype}")
         _need(source.static and destination.static, f"fence pair {source.name!r} has a dynamic shape")
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
+    return KernelCall.of(
+        op,
+        "helia_stream_split_copy",
+        None,
         check="helia_stream_split_prepare",
-        run="helia_stream_split_copy",
-        args_type=None,
         fields=(),
         reads=tuple(t.index for t in inputs),
         writes=tuple(t.index for t in op.outputs),

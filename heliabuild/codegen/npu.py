@@ -41,13 +41,11 @@ def lower_ethos_u(op: OperatorFacts, model: Model) -> KernelCall:
     inputs = [t for t in op.inputs[1:] if t is not None]
     scratch = tuple(t.index for t in inputs[1:3] if not t.is_constant)
     check, run, args_type = NPU_CALL
-    return KernelCall(
-        op_index=op.index,
-        op_id=op.id,
-        op_type=op.op_type,
+    return KernelCall.of(
+        op,
+        run,
+        args_type,
         check=check,
-        run=run,
-        args_type=args_type,
         fields=(
             ("command_stream", TensorRef(stream.index)),
             ("command_stream_bytes", _byte_size(stream)),
