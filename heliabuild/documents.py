@@ -155,37 +155,60 @@ def check_json_values(document: Any, source: str, what: str, *, error: type[Heli
 
 
 def _holds_only_json(document: Any) -> bool:
-    """Whether check_json_values finds nothing to refuse in `document` (the same rules, no paths kept)."""
+    """Whether check_json_values finds nothing to refuse in `document` (the same rules, no paths kept).
+
+    Every document read passes through here, so it walks one level of nesting at a time, testing the exact
+    type of each value first (what a JSON or YAML parser makes); a subclass takes the slower tests."""
     seen: set[int] = set()
-    stack: list[tuple[Any, int]] = [(document, 0)]
-    while stack:
-        value, depth = stack.pop()
-        kind = type(value)
-        if kind is dict or kind is list or isinstance(value, dict | list):
-            if depth >= MAX_DEPTH or id(value) in seen:
+    level: list[Any] = [document]
+    depth = 0
+    while level:
+        below: list[Any] = []
+        for value in level:
+            kind = type(value)
+            if kind is str:
+                if not value.isascii() and not _is_unicode(value):
+                    return False
+            elif kind is dict or kind is list or isinstance(value, dict | list):
+                if depth >= MAX_DEPTH or id(value) in seen:
+                    return False
+                seen.add(id(value))
+                if isinstance(value, dict):
+                    for key in value:
+                        if type(key) is not str or not (key.isascii() or _is_unicode(key)):
+                            return False
+                    below.extend(value.values())
+                else:
+                    below.extend(value)
+            elif value is None or kind is bool:
+                continue
+            elif kind is int:
+                if not -_INT64 <= value < _INT64:
+                    return False
+            elif kind is float:
+                if value != value or value in (_INFINITY, -_INFINITY):
+                    return False
+            elif not _holds_only_json_scalar(value):
                 return False
-            seen.add(id(value))
-            if isinstance(value, dict):
-                for key, item in value.items():
-                    if type(key) is not str or not _is_unicode(key):
-                        return False
-                    stack.append((item, depth + 1))
-            else:
-                stack.extend((item, depth + 1) for item in value)
-        elif kind is str or isinstance(value, str):
-            if not _is_unicode(value):
-                return False
-        elif value is None or kind is bool or isinstance(value, bool):
-            continue
-        elif isinstance(value, int):
-            if not -_INT64 <= value < _INT64:
-                return False
-        elif isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                return False
-        else:
-            return False
+        level = below
+        depth += 1
     return True
+
+
+_INFINITY = float("inf")
+
+
+def _holds_only_json_scalar(value: Any) -> bool:
+    """Whether a value of a subclass of str, bool, int or float holds what its base type may."""
+    if isinstance(value, str):
+        return _is_unicode(value)
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return -_INT64 <= value < _INT64
+    if isinstance(value, float):
+        return not (value != value or value in (_INFINITY, -_INFINITY))
+    return False
 
 
 def _is_unicode(text: str) -> bool:

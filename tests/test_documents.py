@@ -10,6 +10,7 @@ import json
 import math
 import os
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from heliabuild.documents import (
     MAX_DEPTH,
+    _holds_only_json,
     check_json_values,
     decode_text,
     parse_json,
@@ -200,6 +202,56 @@ def test_every_json_value_round_trips(value: object) -> None:
         parse_yaml(json.dumps(value), "x.yaml", "policy", error=PolicyError)
     except PolicyError as error:
         assert error.message.startswith("x.yaml: the policy is not valid YAML: ")
+
+
+class _Text(str):
+    """A str subclass, as a YAML constructor or a caller might hand one."""
+
+
+class _Number(int):
+    """An int subclass."""
+
+
+_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(1 << 64), 1 << 64),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), max_size=4),
+    st.sampled_from(["\ud800", "a\udfff", _Text("x"), _Text("\ud800"), _Number(3), _Number(1 << 70), (1,), b"x"]),
+)
+_any_values = st.recursive(
+    _leaves,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.sampled_from(["\ud800", 1, None])), children, max_size=3),
+    ),
+    max_leaves=20,
+)
+
+
+def _nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+@settings(max_examples=400)
+@given(_any_values, st.integers(0, 70), st.booleans())
+def test_the_quick_check_agrees_with_the_path_keeping_one(value: object, depth: int, share: bool) -> None:
+    """check_json_values answers first with a walk that keeps no paths, and walks again only to name an
+    offence: the two walks agree on every value (nested, shared, subclassed, out of range, not JSON)."""
+    document = _nested(depth, value)
+    if share:
+        document = [document, document] if isinstance(document, dict | list) else document
+    with mock.patch("heliabuild.documents._holds_only_json", return_value=False):  # the path-keeping walk
+        try:
+            check_json_values(document, "x", "value", error=PolicyError)
+            refused = False
+        except PolicyError:
+            refused = True
+    assert _holds_only_json(document) is not refused
 
 
 @settings(max_examples=80)

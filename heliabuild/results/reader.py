@@ -107,26 +107,35 @@ class _BundleFiles:
         device or a socket inside the bundle, or more than MAX_BUNDLE_ENTRIES entries."""
         found: set[str] = set()
         count = 0
-        for folder, folders, names in os.walk(self.root):  # never follows a symlinked folder
-            for name in [*folders, *names]:
+        pending = [("", os.fspath(self.root))]
+        while pending:
+            prefix, folder = pending.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError as error:
+                raise ResultError(f"{folder}: cannot read the bundle folder: {error.strerror or error}") from None
+            for entry in entries:
                 count += 1
                 if count > MAX_BUNDLE_ENTRIES:
                     raise ResultError(f"{self.root}: holds more than {MAX_BUNDLE_ENTRIES} files and folders")
-                path = Path(folder) / name
-                relative = path.relative_to(self.root).as_posix()
+                relative = prefix + entry.name
                 try:
-                    mode = os.lstat(path).st_mode
+                    mode = entry.stat(follow_symlinks=False).st_mode
                 except OSError as error:
-                    raise ResultError(f"{path}: cannot read the bundle file: {error.strerror or error}") from None
+                    raise ResultError(f"{entry.path}: cannot read the bundle file: {error.strerror or error}") from None
                 if stat.S_ISLNK(mode):
                     raise ResultError(
-                        f"{path}: a symlink inside the result bundle; a bundle holds only regular files and folders"
+                        f"{entry.path}: a symlink inside the result bundle; a bundle holds only regular files and "
+                        "folders"
                     )
                 if stat.S_ISDIR(mode):
-                    continue
-                if not stat.S_ISREG(mode):
-                    raise ResultError(f"{path}: not a regular file; a bundle holds only regular files and folders")
-                found.add(relative)
+                    pending.append((relative + "/", entry.path))
+                elif stat.S_ISREG(mode):
+                    found.add(relative)
+                else:
+                    raise ResultError(
+                        f"{entry.path}: not a regular file; a bundle holds only regular files and folders"
+                    )
         return found
 
     def read(self, relative: str) -> bytes:

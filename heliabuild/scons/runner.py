@@ -126,12 +126,25 @@ _EXECUTES = "helia_runner_executes"
 """Attribute of runner.json's `attributes`: whether its policy executes (HeliaRun's emitter reads it)."""
 
 
+_READ_KEYS = ("tensor_io", "enabled")
+"""The only keys of a policy the emitters read (_input_entries, _executes)."""
+
+
 def _read_policy_document(path: str) -> Any:
     """The parsed policy file at `path` (read as heliabuild.documents reads YAML: bounded, no aliases), or None
-    when it cannot be read now (the action reports why). The file is read for every pipeline, and parsed once
-    per distinct content: a project's pipelines mostly share one policy. The document is only read here."""
+    when it cannot be read now (the action reports why) or names none of the keys the emitters read. The file
+    is read for every pipeline, and parsed once per distinct content: a project's pipelines mostly share one
+    policy. The document is only read here.
+
+    YAML writes a key's characters out unless it escapes one with a backslash: folding a line inserts a space
+    or a line break, never joins two pieces of text. So a text with no backslash holds a key only where the
+    key's own characters stand in a row, and a text without `tensor_io` and `enabled` needs no parse (nor
+    PyYAML's import, most of a small project's no-op build beyond SCons's own: bench/README.md)."""
     try:
-        return _parsed_policy(read_text(path, "policy"))
+        text = read_text(path, "policy")
+        if "\\" not in text and not any(key in text for key in _READ_KEYS):
+            return None
+        return _parsed_policy(text)
     except HeliaError:  # unreadable or not YAML: the action reports it with the policy's own message
         return None
 
