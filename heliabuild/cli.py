@@ -202,8 +202,8 @@ def _default_prefix(model: Path) -> str:
 
 def _default_platform(model: Path) -> str:
     """`aot-plan`'s platform when none is given, as SCons chooses it: for Vela's output, the platform whose
-    NPU runs the accelerator Vela compiled it for (heliabuild.aot.platforms.default_platform)."""
-    from heliabuild.aot.platforms import default_platform
+    NPU runs the accelerator Vela compiled it for (heliabuild.aot.shipped.default_platform)."""
+    from heliabuild.aot.shipped import default_platform
     from heliabuild.model.io import load_model
     from heliabuild.model.opcodes import operator_type
     from heliabuild.vela.streams import NPU_OPERATOR, stream_accelerator
@@ -391,7 +391,7 @@ def _percent(text: str) -> float:
 VELA_DEFAULT_ACCELERATOR = "ethos-u55-128"
 VELA_OPTIMISE_CHOICES = ("Size", "Performance")
 # heliabuild.scons.aot.DEFAULT_PLATFORM, spelled out for the same reason (tests check they agree).
-AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"  # heliabuild.aot.platforms.DEFAULT_PLATFORM
+AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"  # heliabuild.aot.shipped.DEFAULT_PLATFORM
 
 
 def _add_vela_options(parser: argparse.ArgumentParser) -> None:

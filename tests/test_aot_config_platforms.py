@@ -8,20 +8,17 @@ from pathlib import Path
 import pytest
 
 from heliabuild.aot.platforms import (
-    DEFAULT_PLATFORM,
     NPU_MACS,
-    PLATFORMS_FILE,
     Memory,
     Platform,
     PlatformError,
     Transfer,
-    default_platform,
     get_platform,
     load_platforms,
-    platform_names,
     platforms_document,
     platforms_table,
 )
+from heliabuild.aot.shipped import DEFAULT_PLATFORM, PLATFORMS_FILE, default_platform, platform_names
 from heliabuild.kernels.operators import TargetCapabilities
 from heliabuild.schema_files import validate
 

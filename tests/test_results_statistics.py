@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from fractions import Fraction
 
 import pytest
@@ -18,6 +19,7 @@ from heliabuild.results.statistics import (
     compute_statistics,
     counter_statistic,
     float_statistic,
+    median,
 )
 
 integers = st.lists(st.integers(min_value=-(10**15), max_value=10**15), min_size=1, max_size=30)
@@ -91,3 +93,17 @@ def test_fraction_not_in_lowest_terms_is_refused() -> None:
     document["mean"] = {"numerator": 6, "denominator": 4}
     with pytest.raises(ResultError, match=r"s\.mean: 6/4 is not in lowest terms"):
         CounterStatistic.from_json(document, "s")
+
+
+@settings(max_examples=200)
+@given(
+    st.one_of(
+        st.lists(st.integers(-(1 << 40), 1 << 40), min_size=1, max_size=9),
+        st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=1, max_size=9),
+    )
+)
+def test_the_median_is_the_standard_librarys(values: list[float]) -> None:
+    """The summary table's median (heliabuild's own, so a no-op build need not import `statistics`) is
+    statistics.median's, to the bit."""
+    assert median(values) == statistics.median(values)
+    assert type(median(values)) is type(statistics.median(values))

@@ -20,7 +20,7 @@ from test_scons import build_ok, heliabuild_lines, output_of, run_scons
 
 from heliabuild.results.sweep import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
 from heliabuild.runner.freeze import BACKENDS
-from heliabuild.scons import sweep
+from heliabuild.scons import sweep, sweep_table, wiring
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +82,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Co
 
 def test_restated_names_agree_with_the_library() -> None:
     assert sweep.BACKENDS == BACKENDS
-    assert sweep.TABLE_SUFFIXES == (JSON_SUFFIX, CSV_SUFFIX, HTML_SUFFIX)
+    assert sweep_table.TABLE_SUFFIXES == (JSON_SUFFIX, CSV_SUFFIX, HTML_SUFFIX)
+    assert wiring.SWEEP_METHOD_NAME == sweep.METHOD_NAME
 
 
 def test_a_sweep_builds_each_point_in_its_folder_with_one_unfenced_compile_per_accelerator(

@@ -7,7 +7,7 @@
     write_plan("kws_vela.tflite", "build", "kws", "corstone300_ethos_u55", "aot.yaml")
 
 Every public name is importable from here; each loads its module on first use
-(the SCons emitters import `heliabuild.aot.platforms` while SConscripts are
+(the SCons emitters import `heliabuild.aot.shipped` while SConscripts are
 read, which must not pull in numpy or the TFLite schema).
 """
 

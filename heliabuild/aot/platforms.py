@@ -14,8 +14,8 @@ that way) or read from another file with `load_platforms(path)`. Memory names
 match in any letter case, as the plan document compares them; the platform's
 own spelling is what heliabuild writes.
 
-This module imports no numpy, jsonschema or TFLite schema at module level:
-the SCons emitter asks `platform_names()` while the SConscripts are read.
+The SConscripts read the shipped table through heliabuild.aot.shipped
+(names, raw entries, the default platform), which needs none of these records.
 """
 
 from __future__ import annotations
@@ -27,14 +27,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from heliabuild.aot.shipped import PLATFORMS_FILE, PlatformError
 from heliabuild.documents import read_json, shown
-from heliabuild.errors import HeliaError
 
 if TYPE_CHECKING:
     from heliabuild.kernels.operators.admission import TargetCapabilities
-
-PLATFORMS_FILE = Path(__file__).with_name("platforms.json")
-"""The platform table shipped with heliabuild."""
 
 SCHEMA_NAME = "platforms"
 CAPABILITIES = ("DSP", "FP16", "MCU", "MVE", "NPU")
@@ -46,10 +43,6 @@ NPU_MACS: dict[str, tuple[int, ...]] = {
     "ethos-u85": (128, 256, 512, 1024, 2048),
 }
 """Every Ethos-U product and the MAC configurations it comes in (an FVP's `ethosu.num_macs`)."""
-
-
-class PlatformError(HeliaError):
-    """An unknown platform name, or a platform table that breaks its rules."""
 
 
 @dataclass(frozen=True)
@@ -264,45 +257,6 @@ def _load(path: Path) -> dict[str, Platform]:
         return {name: Platform.from_json(name, entry) for name, entry in document["platforms"].items()}
     except PlatformError as error:  # a platform's own rule: name the file too
         raise PlatformError(f"{path}: {error.message}", error.hint) from None
-
-
-def platform_names() -> list[str]:
-    """The names in heliabuild's own table, read without validating (cheap: for the SCons emitter)."""
-    document = read_json(PLATFORMS_FILE, "platform table", error=PlatformError)
-    return sorted(document.get("platforms", {}))
-
-
-DEFAULT_PLATFORM = "corstone300_ethos_u55"
-"""The platform a plan of Vela's output is for when none is named (SCons's HELIA_AOT_PLATFORM, the CLI's)."""
-
-
-def default_platform(accelerator: str | None) -> str:
-    """The platform to plan for when none is named: DEFAULT_PLATFORM when its NPU runs `accelerator` (or
-    `accelerator` is None), else the first platform of heliabuild's table (by name) whose NPU does, else
-    DEFAULT_PLATFORM (whose plan then names the mismatch)."""
-    if accelerator is None:
-        return DEFAULT_PLATFORM
-    runs = _shipped_npus()
-    if accelerator in runs.get(DEFAULT_PLATFORM, ()):
-        return DEFAULT_PLATFORM
-    return next((name for name, npus in sorted(runs.items()) if accelerator in npus), DEFAULT_PLATFORM)
-
-
-@cache
-def _shipped_npus() -> dict[str, tuple[str, ...]]:
-    """Each platform's `npu` list in heliabuild's own table, read without validating it, as platform_names
-    does (cheap: the SCons emitter picks a default platform for every pipeline while the SConscripts are read,
-    and a no-op then never imports a schema validator); the stage that plans for the platform loads the
-    validated table (get_platform), so a broken table is still refused before anything is planned with it."""
-    document = read_json(PLATFORMS_FILE, "platform table", error=PlatformError)
-    platforms = document.get("platforms") if isinstance(document, dict) else None
-    if not isinstance(platforms, dict):
-        return {}
-    return {
-        name: tuple(f"{product}-{macs}" for product, configs in npu.items() for macs in configs)
-        for name, entry in platforms.items()
-        if isinstance(entry, dict) and isinstance(npu := entry.get("npu", {}), dict)
-    }
 
 
 def get_platform(platform: str | Platform, platforms: Mapping[str, Platform] | None = None) -> Platform:

@@ -7,7 +7,6 @@ import csv
 import io
 import math
 import os
-import statistics
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from heliabuild.files import json_text, write_atomic
 from heliabuild.results.bundle import summary_csv
 from heliabuild.results.figures import SPREAD_LIMIT, Figure, measured_figures, segment_figure
 from heliabuild.results.reader import Result, load_result
+from heliabuild.results.statistics import median
 from heliabuild.results.summary import kib_text
 
 FIELDS = ("statistics", "samples")
@@ -420,9 +420,9 @@ def plot_png(result: Result, path: str | os.PathLike[str]) -> Path:
                 axis.xaxis.set_major_locator(ticker.MaxNLocator(nbins=10, integer=True))
             known = [value for _, value in values if value is not None]
             if x_name == "sample" and known:
-                median = statistics.median(known)
-                axis.axhline(median, color="black", linewidth=0.8, linestyle="--")
-                title = f"{title}; dashed: median {_value_label(median)}"
+                middle = median(known)
+                axis.axhline(middle, color="black", linewidth=0.8, linestyle="--")
+                title = f"{title}; dashed: median {_value_label(middle)}"
             axis.set_xlabel(x_name)
             axis.set_ylim(0, max(heights, default=0.0) * 1.15 or 1.0)
             axis.margins(x=0.01)

@@ -14,12 +14,12 @@ Vela's estimates are not figures: they are `segments[].estimated_cycles` (`estim
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from heliabuild.results.reader import Result
+from heliabuild.results.statistics import median
 
 SPREAD_LIMIT = 0.10
 """A spread above this share of the median is flagged."""
@@ -90,7 +90,7 @@ def _median(samples: Sequence[dict[str, Any]], name: str, count: int) -> float |
     numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     if len(numbers) != len(values) or len(numbers) != count:
         return None
-    return float(statistics.median(numbers))
+    return float(median(numbers))
 
 
 def measured_figures(result: Result) -> list[Figure]:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heliabuild.errors import ResultError
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 
 def _fraction_json(value: Fraction) -> dict[str, int]:
@@ -32,6 +34,8 @@ def _fraction_from_json(document: Any, source: str) -> Fraction:
         raise ResultError(
             f"{source}: {numerator}/{denominator} is not in lowest terms with a positive denominator",
         )
+    from fractions import Fraction
+
     return Fraction(numerator, denominator)
 
 
@@ -118,10 +122,20 @@ class FloatStatistic:
         )
 
 
+def median(values: Sequence[float]) -> float:
+    """The median of `values` (at least one): the middle value, or the mean of the two middle ones, as
+    statistics.median gives it (not imported for this: the summary table of every no-op build asks)."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def counter_statistic(values: Sequence[int | None]) -> CounterStatistic | None:
     """Exact statistics of `values`; None when there are none or any is missing."""
     if not values or any(value is None for value in values):
         return None
+    from fractions import Fraction  # here: a no-op build reads LiteRT bundles, which have no counters
+
     integers = [int(value) for value in values if value is not None]
     count = len(integers)
     total = sum(integers)

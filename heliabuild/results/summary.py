@@ -3,8 +3,9 @@ the table; heliabuild.scons.runner keeps the facts of a bundle its integrity che
 
 from __future__ import annotations
 
-import statistics
 from typing import TYPE_CHECKING
+
+from heliabuild.results.statistics import median
 
 if TYPE_CHECKING:
     from heliabuild.results.reader import Result
@@ -25,9 +26,9 @@ def bundle_facts(result: Result) -> tuple[str, ...]:
     latencies = [s.latency_s for s in samples if s.latency_s is not None]
     instructions = [s.instructions["total"] for s in samples if s.instructions is not None]
     if instructions:
-        measured = f"{statistics.median(instructions):.0f} instructions"
+        measured = f"{median(instructions):.0f} instructions"
     elif latencies:
-        measured = f"{statistics.median(latencies) * 1e6:.1f} us host"
+        measured = f"{median(latencies) * 1e6:.1f} us host"
     else:
         measured = "-"
     estimated = "/".join("-" if value is None else str(value) for value in cycles) or "-"

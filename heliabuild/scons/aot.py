@@ -37,7 +37,6 @@ Contract:
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Mapping
@@ -47,6 +46,7 @@ from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
+from heliabuild.aot.shipped import platform_entries
 from heliabuild.documents import parse_json, parse_yaml, read_text
 from heliabuild.errors import HeliaError
 from heliabuild.scons.leftovers import remove_leftovers
@@ -85,19 +85,10 @@ def is_c_identifier(text: str) -> bool:
     return bool(text) and (text[0].isalpha() or text[0] == "_") and all(c.isalnum() or c == "_" for c in text)
 
 
-@functools.cache
-def _platform_table() -> Mapping[str, Any]:
-    """heliabuild's platform table, read once per SCons run (it is package data; upgrading heliabuild, which
-    is in every signature, is what changes it). Only read here: the entries are not changed."""
-    from heliabuild.aot.platforms import PLATFORMS_FILE
-
-    with open(PLATFORMS_FILE, encoding="utf-8") as handle:
-        return json.load(handle).get("platforms", {})
-
-
 def _platform_entry(name: object, target: Node) -> dict[str, Any]:
-    """The platform's entry in heliabuild's table (read without validating: the action validates)."""
-    table = _platform_table()
+    """The platform's entry in heliabuild's table (read without validating: the action validates; the table
+    is package data, and upgrading heliabuild, which is in every signature, is what changes it)."""
+    table = platform_entries()
     if not isinstance(name, str) or name not in table:
         raise configuration_error(
             BUILDER_NAME, target, f"{PLATFORM} is {name!r}; expected one of {', '.join(sorted(table))}"

@@ -524,7 +524,7 @@ def helia_pipeline(
         given[aot.PLATFORM] = QEMU_PLATFORM
         given[firmware.PREFIX] = module_prefix
     elif aot.PLATFORM not in given and aot.PLATFORM not in overrides and env.get(aot.PLATFORM) == aot.DEFAULT_PLATFORM:
-        from heliabuild.aot.platforms import default_platform
+        from heliabuild.aot.shipped import default_platform
 
         accelerator_name = given.get(vela.ACCELERATOR, overrides.get(vela.ACCELERATOR, env.get(vela.ACCELERATOR)))
         given[aot.PLATFORM] = default_platform(None if accelerator_name is None else str(accelerator_name))

@@ -1,4 +1,4 @@
-"""The HeliaSweep pseudo-builder and the HeliaSweepTable builder: a grid of pipelines and their comparison.
+"""The HeliaSweep pseudo-builder: a grid of pipelines and their comparison table (heliabuild.scons.sweep_table).
 
     env.HeliaSweep('kws_sweep', model, grid={'accelerator': ['ethos-u55-128', 'ethos-u85-256'],
                                              'budget_cycles': [20000, 40000]}, policy='policy.yaml')
@@ -18,10 +18,11 @@ Contract (docs/sweeps.md):
   stages before them read>/`, aot-plan and the firmware module likewise (heliabuild.scons.sharing.reads
   says which axes a stage reads; `unfenced/` and `shared/` when none), the runner and the run in the
   point's folder. Points that agree on a folder's axes share its builder calls.
-- HeliaSweepTable writes `<build_dir>/<name>_sweep.json`, `_sweep.csv` and `_sweep.html` from every
-  point's segments.json and result bundle (heliabuild.results.sweep and .sweep_report); its sources are
-  those files and a Value of the points, so it reruns only when one of them changes. The build prints the
-  table after it ends, instead of the points' rows of the pipelines' summary (heliabuild.scons.summary).
+- Its HeliaSweepTable call (heliabuild.scons.sweep_table) writes `<build_dir>/<name>_sweep.json`, `_sweep.csv`
+  and `_sweep.html` from every point's segments.json and result bundle (heliabuild.results.sweep and
+  .sweep_report); its sources are those files and a Value of the points, so it reruns only when one of them
+  changes. The build prints the table after it ends, instead of the points' rows of the pipelines' summary
+  (heliabuild.scons.summary).
 - Aliases: `<name>` (every pipeline of the sweep and the table), and each pipeline's own.
 - Returns a Sweep: its points, each with its pipeline, and the table's nodes.
 - A grid that cannot work is one UserError naming the SConscript line: an axis that is not a keyword
@@ -34,37 +35,26 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import SCons.Node.Alias
-from SCons.Action import Action
-from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 from SCons.Node import Node
 
-from heliabuild.errors import HeliaError
 from heliabuild.grid import GridError, Point, canonical, expand, groups
 from heliabuild.scons import fence, pipeline, plan, sharing, summary
-from heliabuild.scons.leftovers import remove_leftovers
-from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
-from heliabuild.scons.signatures import add_stage_dependencies
+from heliabuild.scons.messages import configuration_error, node_path
+from heliabuild.scons.sweep_table import TABLE_SUFFIXES
 
 METHOD_NAME = "HeliaSweep"
-TABLE_BUILDER_NAME = "HeliaSweepTable"
-STAGE = "sweep"
-COMSTR = "HELIA_SWEEPCOMSTR"
-DEFAULTS: dict[str, object] = {COMSTR: stage_comstr(STAGE)}
 UNFENCED_FOLDER = "unfenced"
-# heliabuild.results.sweep's names and heliabuild.runner.freeze.BACKENDS, restated so that reading the
-# SConscripts imports neither (tests check they agree).
-TABLE_SUFFIXES = ("_sweep.json", "_sweep.csv", "_sweep.html")
+# heliabuild.runner.freeze.BACKENDS, restated so that reading the SConscripts does not import it (a test
+# checks they agree).
 BACKENDS = ("litert", "qemu-m55", "fvp")
 
 CHAIN_STAGES: Mapping[str, tuple[str, ...]] = MappingProxyType(
@@ -278,54 +268,3 @@ def _table(env: Environment, name: str, sweep_dir: Node, axes: tuple[str, ...], 
         sources += [point.pipeline["vela"][3], point.pipeline.result]
     targets = [sweep_dir.File(f"{name}{suffix}") for suffix in TABLE_SUFFIXES]
     return env.HeliaSweepTable(targets, sources)
-
-
-def table_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
-    """Check the call (the JSON, CSV and HTML targets; the points' Value, then segments.json and result.json
-    of each point) and add the tool-version dependencies."""
-    if len(target) != len(TABLE_SUFFIXES) or len(source) % 2 != 1 or len(source) < 3:
-        raise configuration_error(
-            TABLE_BUILDER_NAME,
-            target,
-            "give the JSON, CSV and HTML targets, and the points' Value, then each point's segments.json and "
-            "result.json",
-        )
-    add_stage_dependencies(env, target)
-    return target, source
-
-
-def table_action(target: list[Node], source: list[Node], env: Environment) -> int:
-    """Read every point's row and write the table's three files, all or none; EXIT_BAD_INPUT after one
-    `heliabuild: error:` line for a HeliaError (a bundle that does not verify, say)."""
-    # Imported here, not at module level: reading the SConscripts must not pay for the readers.
-    from heliabuild.files import write_all_or_nothing
-    from heliabuild.results.sweep import SweepTable, read_row
-    from heliabuild.results.sweep_report import sweep_html
-
-    remove_leftovers(target)
-    description = json.loads(source[0].read())
-    folder = os.path.dirname(str(target[0])) or os.curdir
-    try:
-        rows = [
-            read_row(
-                entry["pipeline"],
-                Point.from_json(entry),
-                str(segments),
-                os.path.dirname(str(result)) or os.curdir,
-                folder,
-            )
-            for entry, segments, result in zip(description["points"], source[1::2], source[2::2], strict=True)
-        ]
-        table = SweepTable(name=description["sweep"], axes=tuple(description["axes"]), rows=tuple(rows))
-        files = {**table.files(), TABLE_SUFFIXES[2]: sweep_html(table).encode("utf-8")}
-        write_all_or_nothing(
-            {Path(str(node)): files[suffix] for node, suffix in zip(target, TABLE_SUFFIXES, strict=True)}
-        )
-    except HeliaError as error:
-        return stage_failed(error, target)
-    return 0
-
-
-def table_builder() -> Builder:
-    """A new HeliaSweepTable builder (see the module docstring)."""
-    return Builder(action=Action(table_action, cmdstr=f"${COMSTR}"), emitter=table_emitter)

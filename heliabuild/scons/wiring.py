@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+from typing import Any
 
 from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
@@ -25,7 +26,7 @@ from heliabuild.scons import (
     remote_cache,
     runner,
     summary,
-    sweep,
+    sweep_table,
     synth,
     vela,
 )
@@ -37,15 +38,28 @@ BUILDERS = {
     plan.BUILDER_NAME: plan.plan_builder,
     runner.RUNNER_BUILDER_NAME: runner.runner_builder,
     runner.RUN_BUILDER_NAME: runner.run_builder,
-    sweep.TABLE_BUILDER_NAME: sweep.table_builder,
+    sweep_table.TABLE_BUILDER_NAME: sweep_table.table_builder,
     synth.BUILDER_NAME: synth.synth_builder,
     vela.BUILDER_NAME: vela.vela_builder,
 }
 """Builder name -> factory of every builder the tool adds."""
 
+SWEEP_METHOD_NAME = "HeliaSweep"
+"""heliabuild.scons.sweep.METHOD_NAME, restated so that loading the tool does not import the sweep (a test
+checks they agree)."""
+
+
+def helia_sweep(env: Environment, *args: Any, **kwargs: Any) -> Any:
+    """env.HeliaSweep: heliabuild.scons.sweep.helia_sweep, its module imported when a SConscript first calls
+    it (a project without sweeps never reads the grid and sharing modules)."""
+    from heliabuild.scons.sweep import helia_sweep as sweep
+
+    return sweep(env, *args, **kwargs)
+
+
 METHODS = {
     pipeline.METHOD_NAME: pipeline.helia_pipeline,
-    sweep.METHOD_NAME: sweep.helia_sweep,
+    SWEEP_METHOD_NAME: helia_sweep,
 }
 """Method name -> function of every pseudo-builder the tool adds (env.AddMethod)."""
 
@@ -77,7 +91,7 @@ def generate(env: Environment) -> None:
     executor.check_choice()
     lock_the_build(env)
     summary.install()
-    for module in (aot, fence, firmware, plan, runner, sweep, synth, vela):
+    for module in (aot, fence, firmware, plan, runner, sweep_table, synth, vela):
         env.SetDefault(**module.DEFAULTS)
     env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})
     for name, function in METHODS.items():
