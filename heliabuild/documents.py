@@ -169,6 +169,11 @@ def _holds_only_json(document: Any) -> bool:
             if kind is str:
                 if not value.isascii() and not _is_unicode(value):
                     return False
+            elif kind in _EXACT_SCALARS:
+                if kind is int and not -_INT64 <= value < _INT64:
+                    return False
+                if kind is float and (value != value or value in (_INFINITY, -_INFINITY)):
+                    return False
             elif kind is dict or kind is list or isinstance(value, dict | list):
                 if depth >= MAX_DEPTH or id(value) in seen:
                     return False
@@ -180,14 +185,6 @@ def _holds_only_json(document: Any) -> bool:
                     below.extend(value.values())
                 else:
                     below.extend(value)
-            elif value is None or kind is bool:
-                continue
-            elif kind is int:
-                if not -_INT64 <= value < _INT64:
-                    return False
-            elif kind is float:
-                if value != value or value in (_INFINITY, -_INFINITY):
-                    return False
             elif not _holds_only_json_scalar(value):
                 return False
         level = below
@@ -195,6 +192,7 @@ def _holds_only_json(document: Any) -> bool:
     return True
 
 
+_EXACT_SCALARS = frozenset({int, float, bool, type(None)})
 _INFINITY = float("inf")
 
 
