@@ -88,9 +88,12 @@ def execute(
     *,
     where: str = "local",
     resources: Mapping[str, float] | None = None,
+    in_process: bool = False,
 ) -> Result:
     """Run the job of `document` (Job.to_json) here (module docstring); `client_versions` are the versions of
-    the job's tools on the client (empty: nothing to compare, the client runs it itself)."""
+    the job's tools on the client (empty: nothing to compare, the client runs it itself). `in_process`: this
+    is the client's own process, running one job at a time on its main thread, and the stage may run its
+    tool inside it (heliabuild.executor.stages)."""
     started = time.perf_counter()
     job = Job.from_json(document)
     versions = tool_versions(job.tools)
@@ -112,7 +115,7 @@ def execute(
                 path = folder / item.name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(_input_bytes(item.sha256, item.name, inputs))
-            warnings = function(folder, job.options)
+            warnings = function(folder, job.options, in_process)
             outputs = _outputs(folder, job)
         except HeliaError as error:
             failure = Failure(
