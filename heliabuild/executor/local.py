@@ -2,8 +2,8 @@
 
 The job still runs in a private temporary folder (heliabuild.executor.worker.execute), reading the
 client's files by path, so a local build and a build on any worker run the very same code on the very
-same file layout, and their outputs are byte-identical by construction. Tool versions are not compared:
-client and worker are one process.
+same file layout, and their outputs are byte-identical by construction. Tool versions are neither asked
+nor compared (the Result names none): client and worker are one process.
 
 A caller that runs one job at a time on its main thread and owns its standard streams (SCons at -j1:
 heliabuild.scons.executor) makes it with `in_process=True`: then Vela runs inside this process too
