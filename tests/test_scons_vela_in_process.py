@@ -64,6 +64,11 @@ def built_files(folder: Path) -> dict[str, bytes]:
     }
 
 
+def table_words(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The first word of each line that is not heliabuild's: the summary table's (the rest shows measured times)."""
+    return [line.split(" ")[0] for line in output_of(result).splitlines() if not line.startswith("heliabuild: ")]
+
+
 def vela_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
     return [line for line in heliabuild_lines(result) if " vela " in line]
 
@@ -85,6 +90,10 @@ def test_j1_runs_vela_in_the_scons_process_and_builds_what_j2_builds(tmp_path: P
         "No memory mode specified",
     ]
     assert "Traceback" not in output_of(serial)
+    # SCons's own lines are all there, in the same order, and nothing of what Vela printed got past the capture
+    assert heliabuild_lines(serial) == heliabuild_lines(parallel)
+    assert table_words(serial) == table_words(parallel)
+    assert "Accelerator configuration" not in output_of(serial)
     assert [path.name for path in (one / "build").rglob(".*")] == []  # no work folder or capture left
 
 
