@@ -1,5 +1,6 @@
 """Where SCons runs Vela (heliabuild.scons.executor): inside the SCons process at -j1, as a subprocess at
--j2, and the same outputs, warnings and errors either way. Real SCons, real Vela, a synthetic model.
+-j2 or when Vela was imported under another sys.stdout, and the same outputs, warnings and errors either
+way. Real SCons, real Vela, a synthetic model.
 
 The SConstruct records every subprocess the SCons process starts (an audit hook on `subprocess.Popen`),
 so a test sees where Vela ran.
@@ -26,6 +27,11 @@ import atexit, json, sys
 started = []
 sys.addaudithook(lambda event, args: started.append(list(map(str, args[1]))) if event == "subprocess.Popen" else None)
 atexit.register(lambda: open("subprocesses.json", "w").write(json.dumps(started)))
+if ARGUMENTS.get("bind_vela"):  # Vela imported while sys.stdout is another stream: it cannot be captured here
+    import io
+    own, sys.stdout = sys.stdout, io.StringIO()
+    import ethosu.vela.stats_writer
+    sys.stdout = own
 
 SetOption("hash_format", "sha256")
 env = Environment(tools=["helia"], toolpath=[{site_tools!r}])
@@ -95,6 +101,15 @@ def test_j1_runs_vela_in_the_scons_process_and_builds_what_j2_builds(tmp_path: P
     assert table_words(serial) == table_words(parallel)
     assert "Accelerator configuration" not in output_of(serial)
     assert [path.name for path in (one / "build").rglob(".*")] == []  # no work folder or capture left
+
+
+def test_vela_bound_to_another_stream_runs_as_a_subprocess_at_j1(tmp_path: Path) -> None:
+    one = project(tmp_path / "one")
+    bound = project(tmp_path / "bound")
+    build_ok(one)
+    build_ok(bound, "bind_vela=1")
+    assert (vela_subprocesses(one), vela_subprocesses(bound)) == (0, 1)
+    assert built_files(one) == built_files(bound)
 
 
 @pytest.mark.parametrize(
