@@ -43,16 +43,17 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-def executor_for(url: str | None = None, shared: str | None = None) -> Executor:
+def executor_for(url: str | None = None, shared: str | None = None, *, in_process: bool = False) -> Executor:
     """The executor `url` names (`local` or `dask://host:port`; None: $HELIA_EXECUTOR, else `local`), with
     the shared input folder `shared` (None: $HELIA_EXECUTOR_SHARED). ExecutorError for any other URL, or a
-    shared folder that is not a folder. Connecting waits for the first job."""
+    shared folder that is not a folder. Connecting waits for the first job. `in_process` is the local
+    executor's (heliabuild.executor.local): for a caller running one job at a time on its main thread."""
     from heliabuild.executor.job import ExecutorError
     from heliabuild.executor.local import LocalExecutor
 
     chosen = url if url is not None else os.environ.get(EXECUTOR_VARIABLE) or LOCAL
     if chosen == LOCAL:
-        return LocalExecutor()
+        return LocalExecutor(in_process=in_process)
     folder = shared if shared is not None else os.environ.get(SHARED_VARIABLE) or None
     if folder is not None and not os.path.isdir(folder):
         raise ExecutorError(f"the shared input folder {folder} is not a folder")

@@ -128,8 +128,8 @@ class Failure:
 class Result:
     """What running a job gave: each output file's bytes by name (empty on failure), what the stage said (its
     warnings, the log a caller prints), the failure (None on success), and where it ran: `local` or the
-    worker's address, that worker's resources, its versions of the job's tools and the seconds the job took
-    there (none of which goes into any output)."""
+    worker's address, that worker's resources, its versions of the job's tools (none when the client ran the
+    job itself) and the seconds the job took there (none of which goes into any output)."""
 
     outputs: Mapping[str, bytes]
     warnings: tuple[str, ...] = ()

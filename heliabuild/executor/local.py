@@ -2,8 +2,12 @@
 
 The job still runs in a private temporary folder (heliabuild.executor.worker.execute), reading the
 client's files by path, so a local build and a build on any worker run the very same code on the very
-same file layout, and their outputs are byte-identical by construction. Tool versions are not compared:
-client and worker are one process.
+same file layout, and their outputs are byte-identical by construction. Tool versions are neither asked
+nor compared (the Result names none): client and worker are one process.
+
+A caller that runs one job at a time on its main thread and owns its standard streams (SCons at -j1:
+heliabuild.scons.executor) makes it with `in_process=True`: then Vela runs inside this process too
+(heliabuild.vela.in_process) instead of as a subprocess, with the same outputs and warnings.
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ class LocalExecutor:
 
     address = LOCAL
 
+    def __init__(self, in_process: bool = False) -> None:
+        self.in_process = in_process
+
     def run(self, job: Job, files: Files) -> Result:
         """Run `job`, whose input names map to the client's files `files`; its Result."""
         by_hash = {item.sha256: os.fspath(files[item.name]) for item in job.inputs}
-        return execute(job.to_json(), {}, Inputs(paths=by_hash), where=LOCAL)
+        return execute(job.to_json(), {}, Inputs(paths=by_hash), where=LOCAL, in_process=self.in_process)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -2,8 +2,12 @@
 
 Each function of FUNCTIONS runs in a job's private folder, where every input lies at its name and every
 output is written at its name (heliabuild.executor.job); it calls the library exactly as a local build
-does and returns the stage's warnings. The `*_job` functions build the Job of a stage from the paths a
-local build would pass to the library, and give the local path of each input name beside it.
+does and returns the stage's warnings. Its third argument says whether the job runs in the client's own
+process, which runs one job at a time on its main thread (the local executor of an SCons build at -j1):
+then the `vela` function runs Vela inside that process (heliabuild.vela.in_process), which writes the same
+files and warnings as a Vela subprocess, for less CPU; everywhere else it is ignored. The `*_job` functions
+build the Job of a stage from the paths a local build would pass to the library, and give the local path of
+each input name beside it.
 
 | function | library call | tools compared | needs |
 |---|---|---|---|
@@ -34,7 +38,8 @@ EXTERNAL = "external"
 """Names of files outside the client's working folder: `external/<16 hex of the folder's path>/<name>`, so
 files of one folder stay side by side (a fenced model and its sidecar)."""
 
-StageFunction = Callable[[Path, Mapping[str, Any]], tuple[str, ...]]
+StageFunction = Callable[[Path, Mapping[str, Any], bool], tuple[str, ...]]
+"""(job folder, options, in process one job at a time) -> the stage's warnings."""
 Files = dict[str, Path]
 """Input name -> the file's path on the client."""
 
@@ -65,7 +70,7 @@ def _at(folder: Path, name: str) -> Path:
     return folder / name
 
 
-def _vela(folder: Path, options: Mapping[str, Any]) -> tuple[str, ...]:
+def _vela(folder: Path, options: Mapping[str, Any], in_process: bool) -> tuple[str, ...]:
     from heliabuild.vela import compile as vela_compile
 
     result = vela_compile(
@@ -77,6 +82,7 @@ def _vela(folder: Path, options: Mapping[str, Any]) -> tuple[str, ...]:
         config=[_at(folder, name) for name in options["config"]],
         optimise=options["optimise"],
         extra_args=options["extra_args"],
+        in_process=in_process,
     )
     return tuple(result.warnings)
 
@@ -116,7 +122,7 @@ def vela_job(
     return Job("vela", inputs, options, outputs, VELA_TOOLS), files
 
 
-def _plan_fences(folder: Path, options: Mapping[str, Any]) -> tuple[str, ...]:
+def _plan_fences(folder: Path, options: Mapping[str, Any], _in_process: bool) -> tuple[str, ...]:
     from heliabuild.files import write_json
     from heliabuild.planning import plan_fences
 
@@ -145,7 +151,7 @@ def plan_fences_job(
     return Job("plan-fences", inputs, options, (job_name(output),), VELA_TOOLS), files
 
 
-def _firmware_link(folder: Path, options: Mapping[str, Any]) -> tuple[str, ...]:
+def _firmware_link(folder: Path, options: Mapping[str, Any], _in_process: bool) -> tuple[str, ...]:
     from heliabuild.firmware.toolchain import link_elf
 
     objects = [_at(folder, name) for name in options["objects"]]
@@ -165,7 +171,7 @@ def firmware_link_job(objects: Sequence[str], linker_script: str, output: str) -
     return Job("firmware-link", inputs, options, (job_name(output),), tools), files
 
 
-def _run(folder: Path, options: Mapping[str, Any]) -> tuple[str, ...]:
+def _run(folder: Path, options: Mapping[str, Any], _in_process: bool) -> tuple[str, ...]:
     from heliabuild.runner.lifecycle import run_runner
 
     run_runner(_at(folder, options["runner"]), _at(folder, options["result_dir"]))
@@ -199,7 +205,7 @@ def run_job(runner_json: str, result_dir: str) -> tuple[Job, Files]:
     return Job("run", inputs, options, (job_name(result_dir) + "/",), tools, resources), files
 
 
-def _echo(folder: Path, options: Mapping[str, Any]) -> tuple[str, ...]:
+def _echo(folder: Path, options: Mapping[str, Any], _in_process: bool) -> tuple[str, ...]:
     for source, target in options["copies"]:
         destination = _at(folder, target)
         destination.parent.mkdir(parents=True, exist_ok=True)

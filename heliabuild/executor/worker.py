@@ -88,12 +88,16 @@ def execute(
     *,
     where: str = "local",
     resources: Mapping[str, float] | None = None,
+    in_process: bool = False,
 ) -> Result:
     """Run the job of `document` (Job.to_json) here (module docstring); `client_versions` are the versions of
-    the job's tools on the client (empty: nothing to compare, the client runs it itself)."""
+    the job's tools on the client (empty: the client runs it itself, so nothing is compared and the Result
+    names no versions; asking them costs a digest of heliabuild's files). `in_process`: this
+    is the client's own process, running one job at a time on its main thread, and the stage may run its
+    tool inside it (heliabuild.executor.stages)."""
     started = time.perf_counter()
     job = Job.from_json(document)
-    versions = tool_versions(job.tools)
+    versions = tool_versions(job.tools) if client_versions else {}
     shown = {"worker": where, "resources": dict(resources or {}), "versions": versions}
     differ = mismatches({name: client_versions[name] for name in job.tools if name in client_versions}, versions)
     if differ:
@@ -112,7 +116,7 @@ def execute(
                 path = folder / item.name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(_input_bytes(item.sha256, item.name, inputs))
-            warnings = function(folder, job.options)
+            warnings = function(folder, job.options, in_process)
             outputs = _outputs(folder, job)
         except HeliaError as error:
             failure = Failure(

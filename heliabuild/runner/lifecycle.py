@@ -38,7 +38,7 @@ from heliabuild.runner import qemu
 from heliabuild.runner.freeze import Runner, load_runner
 from heliabuild.runner.litert import LiteRTInstance, numpy_dtype
 from heliabuild.runner.measurement import Measurement
-from heliabuild.runner.segments import TensorInfo, cut_segments
+from heliabuild.runner.segments import SegmentedModel, TensorInfo, cut_segments
 
 INITIALIZATION = "interpreter_allocate_and_first_invoke"
 HOST_WALL_CLOCK = "host_wall_clock"
@@ -75,8 +75,10 @@ def _estimated_cycles(runner: Runner, count: int) -> list[int | None]:
     return [int(e["op_cycles"]) for e in entries]
 
 
-def _segments(runner: Runner) -> list[dict[str, Any]]:
-    cut = cut_segments(runner.model_path)
+def _segments(runner: Runner, cut: SegmentedModel | None = None) -> list[dict[str, Any]]:
+    """The bundle's segment records of the runner's model: from `cut`, the model as the run cut it, or else
+    from cutting the model file again."""
+    cut = cut if cut is not None else cut_segments(runner.model_path)
     estimates = _estimated_cycles(runner, len(cut.segments))
     return [
         {
@@ -145,7 +147,7 @@ def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
         call_once_present=instance.call_once_present,
         figures=figures,
         outputs=outputs,
-        segments=_segments(runner),
+        segments=_segments(runner, instance.cut),
         scopes=dict(LITERT_SCOPES),
     )
 

@@ -9,6 +9,12 @@ no signature, so a build on a cluster and a local build of the same sources are 
 other. HeliaRun publishes a bundle that came back as the library publishes one (`run_bundle`); a litert
 run measures this host, so it always runs here.
 
+When SCons runs one job at a time (`-j1`, its default: the jobs then run on its main thread), the local
+executor runs Vela inside the SCons process (heliabuild.executor.local, heliabuild.vela.in_process), where
+numpy and LiteRT are loaded already; with `-j2` or more each Vela compile is a subprocess, as several run
+at once on threads and file descriptors are per process. The outputs and warnings are the same either way
+(docs/scons.md, "Where Vela runs").
+
 With an executor other than `local`, each job's line (where it ran, how long) is appended to JOURNAL in the
 top folder (heliabuild.executor.journal), outside every target. An executor error that many jobs of a build
 hit at once (the scheduler went away) is printed once.
@@ -69,8 +75,9 @@ def add_options() -> None:
 
 
 def executor() -> Executor:
-    """The executor of this SCons run (heliabuild.executor.executor_for of the options); a UserError for a
-    URL that names none. Chosen once, closed when SCons exits."""
+    """The executor of this SCons run (heliabuild.executor.executor_for of the options, local jobs in this
+    process when SCons runs one job at a time); a UserError for a URL that names none. Chosen once, closed
+    when SCons exits."""
     from SCons.Script import GetOption
 
     from heliabuild.executor import executor_for
@@ -78,8 +85,9 @@ def executor() -> Executor:
 
     with _lock:
         if not _chosen:
+            one_at_a_time = GetOption("num_jobs") == 1 and threading.current_thread() is threading.main_thread()
             try:
-                chosen = executor_for(GetOption(OPTION), GetOption(SHARED_OPTION))
+                chosen = executor_for(GetOption(OPTION), GetOption(SHARED_OPTION), in_process=one_at_a_time)
             except ExecutorError as error:
                 raise UserError(f"heliabuild: {error.message}") from None
             _chosen.append(chosen)

@@ -1,10 +1,17 @@
 """Running Vela inside this process, its output captured at the file-descriptor level.
 
-Only for a caller that is single-threaded and owns its standard streams (the `heliabuild` command): for
-the time Vela runs, file descriptors 1 and 2 are pointed at one temporary file, and sys.stdout and
-sys.stderr at the process's own streams (sys.__stdout__, sys.__stderr__), which write to those
-descriptors. So everything Vela prints is captured, through Python or its native core, in the order it
-was printed, as a `python -m ethosu.vela` subprocess's combined output is.
+Only for a caller that runs one thing at a time on its main thread and owns its standard streams: the
+`heliabuild` command, and an SCons build running one job at a time (`-j1`) with the local executor
+(heliabuild.executor.local). For the time Vela runs, the working folder is the one a subprocess would run
+in, file descriptors 1 and 2 are pointed at one temporary file, and sys.stdout and sys.stderr at the
+process's own streams (sys.__stdout__, sys.__stderr__), which write to those descriptors. So everything Vela
+prints is captured, through Python or its native core, in the order it was printed, as a `python -m
+ethosu.vela` subprocess's combined output is; what the caller printed before is flushed to its own
+streams first (an SCons build's sys.stdout is SCons's flushing wrapper of sys.__stdout__), so none of it
+lands in the capture. An exception out of Vela is printed into the capture and ends the run with status 1,
+and the recursion limit Vela sets is put back: the caller sees what a subprocess exiting would give.
+docs/scons.md ("Where Vela runs") has the evidence that Vela keeps no state between compiles that changes
+what it writes (tests/test_vela_in_process.py).
 
 `python -P .../heliabuild/vela/in_process.py ARGUMENTS` is Vela's command line, Vela imported the same
 way (main); at module level it imports nothing of heliabuild, so it runs by its path wherever heliabuild came
@@ -23,6 +30,7 @@ import importlib
 import os
 import sys
 import tempfile
+import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
@@ -42,7 +50,7 @@ def available() -> bool:
 
 
 def _flush() -> None:
-    import ctypes  # only here: the SCons stage imports this module and never runs Vela in-process
+    import ctypes  # only here: a Vela subprocess (main) never captures
 
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         if stream is not None:
@@ -103,14 +111,31 @@ def _exit_status(code: object) -> int:
     return 1
 
 
-def run_vela(arguments: Sequence[str]) -> tuple[int, str]:
-    """Vela's exit status and everything it printed, for the command line `vela ARGUMENTS`."""
+@contextmanager
+def _working_in(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """The working folder is `folder` until the block ends, and the recursion limit what it was before."""
+    here = os.getcwd()
+    limit = sys.getrecursionlimit()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+        sys.setrecursionlimit(limit)  # Vela's main sets its own (--recursion-limit, default 1000)
+
+
+def run_vela(arguments: Sequence[str], cwd: str | os.PathLike[str]) -> tuple[int, str]:
+    """Vela's exit status and everything it printed, for the command line `vela ARGUMENTS` run in the folder
+    `cwd` (module docstring): 1, with the traceback printed, for an exception out of Vela."""
     with tempfile.TemporaryFile() as capture:
-        with _captured(capture.fileno()):
+        with _captured(capture.fileno()), _working_in(cwd):
             try:
                 code = _imported_vela().main(list(arguments))
             except SystemExit as exit:  # argparse's refusal of an argument, for one
                 code = _exit_status(exit.code)
+            except Exception:  # what the subprocess would print before exiting with status 1
+                traceback.print_exc()
+                code = 1
         capture.seek(0)
         output = capture.read().decode("utf-8", errors="replace")
     return code, output

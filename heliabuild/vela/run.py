@@ -1,8 +1,9 @@
 """Running ethos-u-vela: compile a model and collect everything it wrote.
 
 Vela runs as a subprocess (heliabuild.vela.in_process.command, which is
-Vela's command line), or for the CLI in this process (the same module), with
-`--verbose-performance`, in a temporary folder inside the output folder;
+Vela's command line), or, for the CLI and a one-job-at-a-time SCons build,
+in this process (the same module), with `--verbose-performance`, in a
+temporary folder inside the output folder;
 only when it succeeded and its outputs were read back are they moved into
 place, one `os.replace` each, so an interrupted or failed run leaves each
 output complete or absent, never cut off.
@@ -235,8 +236,10 @@ def compile(
     folder never remove each other's work; segments.json records the compiled
     model's SHA-256 (`compiled_sha256`), which binds it to the model.
     `in_process` runs Vela in this process (heliabuild.vela.in_process), for
-    a single-threaded caller that owns its standard streams (the CLI); else,
-    or when Vela cannot be captured here, as a subprocess.
+    a caller that runs one thing at a time on its main thread and owns its
+    standard streams (the CLI; SCons at -j1 with the local executor); else,
+    or when Vela cannot be captured here, as a subprocess. Both give the
+    same files and warnings.
     """
     options = VelaOptions(
         accelerator=accelerator,
@@ -386,7 +389,7 @@ def _run_vela(model: Path, work: Path, options: VelaOptions, in_process: bool) -
     arguments = [str(model.resolve()), "--output-dir", str(work.resolve()), *options.arguments()]
     with activity(f"vela {model.name}"):
         if in_process and in_process_vela.available():
-            returncode, output = in_process_vela.run_vela(arguments)
+            returncode, output = in_process_vela.run_vela(arguments, cwd=work)
         else:
             returncode, output = _vela_subprocess(model, work, arguments)
     if returncode < 0:
