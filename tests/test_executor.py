@@ -132,3 +132,13 @@ def test_the_local_executor_gives_vela_s_outputs_as_the_library_writes_them(
     direct = {path.name: path.read_bytes() for path in Path("direct").iterdir()}
     assert {name.removeprefix("job/"): data for name, data in result.outputs.items()} == direct
     assert result.warnings == in_place.warnings
+
+
+def test_a_vela_job_into_the_top_folder_names_its_outputs_as_the_targets_are_named() -> None:
+    """A pipeline without build_dir in the top folder compiles into `.`: the job's outputs are `x`, not `./x`
+    (the SCons stage matches them to its targets by name: tests/test_scons_collector.py builds one)."""
+    job, _ = vela_job(
+        "m.tflite", ".", accelerator="ethos-u55-128", system_config=None, memory_mode=None, optimise=None,
+        extra_args=[],
+    )  # fmt: skip
+    assert job.outputs and all(not name.startswith("./") and "/" not in name for name in job.outputs)

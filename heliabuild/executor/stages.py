@@ -118,7 +118,7 @@ def vela_job(
         "optimise": optimise,
         "extra_args": list(extra_args),
     }
-    outputs = tuple(posixpath.join(out, name) for name in names.values())
+    outputs = tuple(posixpath.normpath(posixpath.join(out, name)) for name in names.values())  # out may be `.`
     return Job("vela", inputs, options, outputs, VELA_TOOLS), files
 
 
