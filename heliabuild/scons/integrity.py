@@ -23,11 +23,12 @@ node info once it is built), so a rebuilt target is not reported again.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 
 from SCons.Environment import Base as Environment
 from SCons.Node import Node, NodeInfoBase
+
+from heliabuild.scons.collector import freeze_the_graph, is_frozen
 
 INTEGRITY_VALUE = "heliabuild: target content as built"
 """The integrity node's value; `scons --debug=explain` names it when a target was corrupted."""
@@ -80,27 +81,10 @@ def as_stored(target: Node) -> bool:
 def target_changed(node: Node, target: Node, prev_ni: NodeInfoBase | None, repo_node: Node | None = None) -> bool:
     """The integrity node's decider: True when the node's value changed (as for any Value node), or when
     `target` is not intact (target_is_intact). Its first call, when SCons starts deciding, freezes the graph
-    for the garbage collector (freeze_the_graph)."""
-    if not _frozen:
+    for the garbage collector (heliabuild.scons.collector.freeze_the_graph)."""
+    if not is_frozen():
         freeze_the_graph()
     return node.get_csig() != getattr(prev_ni, "csig", None) or not target_is_intact(target)
-
-
-_frozen: list[bool] = []
-"""Holds True once freeze_the_graph ran in this process."""
-
-
-def freeze_the_graph() -> None:
-    """Move every object alive now (the SConscripts are read: the node graph, which lives until SCons exits)
-    out of the cyclic garbage collector's reach, once per process (gc.freeze).
-
-    Otherwise every full collection walks the whole graph again, and the stages that run inside SCons
-    allocate enough (numpy, LiteRT and the TFLite schema imported, models loaded) to start several: at 1,000
-    pipelines that was 2.2 s of CPU of a one-input-changed build, growing with the number of pipelines
-    (bench/README.md). Objects made later are collected as before; what SCons drops of the frozen graph
-    stays until it exits, about 7% more peak memory at 1,000 pipelines."""
-    _frozen.append(True)
-    gc.freeze()
 
 
 def integrity_node(env: Environment) -> Node:

@@ -33,6 +33,7 @@ from SCons.Action import FunctionAction
 from SCons.Node import Node
 
 from heliabuild.progress import clear_status
+from heliabuild.scons.collector import stage_running
 
 PREFIX = "heliabuild: "
 
@@ -87,7 +88,8 @@ class StageAction(FunctionAction):
         _current.number, _current.total = _start()
         started = time.monotonic()
         try:
-            status = super().__call__(target, source, env, *args, **kwargs)
+            with stage_running():
+                status = super().__call__(target, source, env, *args, **kwargs)
             if shown and executed and not status:
                 targets = executor.get_all_targets() if executor else target
                 sources = executor.get_all_sources() if executor else source

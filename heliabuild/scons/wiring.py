@@ -18,6 +18,7 @@ from SCons.Errors import UserError
 from heliabuild.locks import LockError, acquire, release
 from heliabuild.scons import (
     aot,
+    collector,
     executor,
     fence,
     firmware,
@@ -82,10 +83,13 @@ def generate(env: Environment) -> None:
     So that the content decider holds for every file, the SCons option
     `max_drift` is set to -1 (see disable_max_drift). Two builds of one
     project never run at once (see lock_the_build). The build ends with the summary table of its
-    pipelines (heliabuild.scons.summary). The option `--helia-cache-url` (or HELIA_CACHE_URL) adds a remote
-    build cache to the CacheDir (heliabuild.scons.remote_cache).
+    pipelines (heliabuild.scons.summary). Python's cyclic garbage collector is off while SCons reads and
+    decides, and on while a heliabuild stage runs (heliabuild.scons.collector). The option
+    `--helia-cache-url` (or HELIA_CACHE_URL) adds a remote build cache to the CacheDir
+    (heliabuild.scons.remote_cache).
     """
     disable_max_drift()
+    collector.pause()
     remote_cache.configure(env)
     executor.add_options()
     executor.check_choice()
