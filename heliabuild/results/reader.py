@@ -111,31 +111,27 @@ class _BundleFiles:
         while pending:
             prefix, folder = pending.pop()
             try:
-                entries = list(os.scandir(folder))
+                with os.scandir(folder) as entries:  # read as walked: the entry count stops a huge folder
+                    for entry in entries:
+                        count += 1
+                        if count > MAX_BUNDLE_ENTRIES:
+                            raise ResultError(f"{self.root}: holds more than {MAX_BUNDLE_ENTRIES} files and folders")
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                        if stat.S_ISLNK(mode):
+                            raise ResultError(
+                                f"{entry.path}: a symlink inside the result bundle; a bundle holds only regular "
+                                "files and folders"
+                            )
+                        if stat.S_ISDIR(mode):
+                            pending.append((prefix + entry.name + "/", entry.path))
+                        elif stat.S_ISREG(mode):
+                            found.add(prefix + entry.name)
+                        else:
+                            raise ResultError(
+                                f"{entry.path}: not a regular file; a bundle holds only regular files and folders"
+                            )
             except OSError as error:
                 raise ResultError(f"{folder}: cannot read the bundle folder: {error.strerror or error}") from None
-            for entry in entries:
-                count += 1
-                if count > MAX_BUNDLE_ENTRIES:
-                    raise ResultError(f"{self.root}: holds more than {MAX_BUNDLE_ENTRIES} files and folders")
-                relative = prefix + entry.name
-                try:
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                except OSError as error:
-                    raise ResultError(f"{entry.path}: cannot read the bundle file: {error.strerror or error}") from None
-                if stat.S_ISLNK(mode):
-                    raise ResultError(
-                        f"{entry.path}: a symlink inside the result bundle; a bundle holds only regular files and "
-                        "folders"
-                    )
-                if stat.S_ISDIR(mode):
-                    pending.append((relative + "/", entry.path))
-                elif stat.S_ISREG(mode):
-                    found.add(relative)
-                else:
-                    raise ResultError(
-                        f"{entry.path}: not a regular file; a bundle holds only regular files and folders"
-                    )
         return found
 
     def read(self, relative: str) -> bytes:
