@@ -30,6 +30,8 @@ from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
 from heliabuild.progress import clear_status
+from heliabuild.scons import interrupt
+from heliabuild.scons.interrupt import EXIT_INTERRUPTED
 
 EXIT_BAD_INPUT = 2
 """The status a stage action returns for a HeliaError, as the CLI exits for bad input."""
@@ -62,7 +64,10 @@ def stage_failed(error: HeliaError, targets: Sequence[Node]) -> int:
 
 def report_failure(error: HeliaError) -> int:
     """Report `error` (see error_line) on stderr and return EXIT_BAD_INPUT, removing nothing: for a stage
-    whose library call already removed what it may (a result bundle's files, and only when they verify)."""
+    whose library call already removed what it may (a result bundle's files, and only when they verify).
+    After Ctrl-C (heliabuild.scons.interrupt) nothing is printed: the stage failed because it was ended."""
+    if interrupt.requested():
+        return EXIT_INTERRUPTED
     clear_status()
     print(error_line(error), file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT
