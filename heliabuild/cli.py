@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from heliabuild import __version__
+from heliabuild import doctor
 from heliabuild.errors import HeliaError
 from heliabuild.paths import check_outputs
 
@@ -426,7 +426,7 @@ def _split_vela_args(argv: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="heliabuild", description="Build TFLite models for Arm Ethos-U NPUs.")
-    parser.add_argument("--version", action="version", version=f"heliabuild {__version__}")
+    parser.add_argument("--version", action=doctor.VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     fence = commands.add_parser("fence", help="insert ETHOS_U_STREAM_SPLIT fences and write the sidecar")
@@ -623,6 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when an estimate or a measured median grew by more than PERCENT",
     )
     compare.set_defaults(run=_command_compare)
+    doctor.add_command(commands)
     return parser
 
 
