@@ -28,6 +28,7 @@ import SCons
 from SCons.Errors import UserError
 from SCons.Node import Node
 
+from heliabuild.colour import coloured
 from heliabuild.errors import HeliaError
 from heliabuild.progress import clear_status
 from heliabuild.scons import interrupt
@@ -69,7 +70,7 @@ def report_failure(error: HeliaError) -> int:
     if interrupt.requested():
         return EXIT_INTERRUPTED
     clear_status()
-    print(error_line(error), file=sys.stderr, flush=True)
+    print(coloured(error_line(error), sys.stderr), file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT
 
 
@@ -91,7 +92,8 @@ def stage_warnings(stage: str, target: Node, warnings: Sequence[str]) -> None:
                 continue
             _warned.add(text)
         clear_status()
-        print(f"heliabuild: warning: {stage} {node_path(target)}: {text}", file=sys.stderr, flush=True)
+        line = f"heliabuild: warning: {stage} {node_path(target)}: {text}"
+        print(coloured(line, sys.stderr), file=sys.stderr, flush=True)
 
 
 def node_path(node: Node) -> str:
