@@ -156,8 +156,11 @@ def _vela_keywords(args: argparse.Namespace) -> dict[str, object]:
 
 def _print_vela_warnings(warnings: Sequence[str]) -> None:
     """Vela's warnings (and heliabuild's about the command streams), each once, on stderr, without
-    Vela's leading `Warning: ` (as the SCons builders print them)."""
-    for text in dict.fromkeys(warning.removeprefix("Warning: ").strip() for warning in warnings):
+    Vela's leading `Warning: ` and its warnings about its defaults said as one (as the SCons builders print
+    them: heliabuild.vela.default_config)."""
+    from heliabuild.vela.default_config import explained
+
+    for text in dict.fromkeys(warning.removeprefix("Warning: ").strip() for warning in explained(warnings)):
         print(coloured(f"heliabuild: vela warning: {text}", sys.stderr), file=sys.stderr)
 
 
