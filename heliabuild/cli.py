@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from heliabuild import doctor
+from heliabuild import doctor, manual
 from heliabuild.colour import coloured
 from heliabuild.errors import HeliaError
 from heliabuild.paths import check_outputs
@@ -642,6 +642,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.set_defaults(run=_command_compare)
     doctor.add_command(commands)
+    manual.add_command(commands)
     return parser
 
 
