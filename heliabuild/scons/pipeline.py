@@ -90,6 +90,9 @@ from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sharing import VARIABLE_PREFIX
 
 METHOD_NAME = "HeliaPipeline"
+DEFAULT_BUILD_FOLDER = "build"
+"""A pipeline's default build_dir is `build/<name>`, and a sweep's `build/<sweep>` (beside the SConstruct,
+not the top folder itself)."""
 FENCED_MODEL_ALIAS = "fenced_model"
 UNFENCED_FOLDER = "unfenced"
 FENCED_SUFFIX = "_fenced.tflite"
@@ -472,7 +475,7 @@ def helia_pipeline(
     system_config: str | None = None,
     memory_mode: str | None = None,
     min_coverage: float | None = None,
-    build_dir: object = ".",
+    build_dir: object = None,
     platform: str | None = None,
     prefix: str | None = None,
     aot_config: object = None,
@@ -487,7 +490,7 @@ def helia_pipeline(
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
 
-    `build_dir` is relative to the calling SConscript's folder (under a
+    `build_dir` (default `build/<name>`) is relative to the calling SConscript's folder (under a
     variant dir, its build folder). A keyword that is not upper case and not
     one of these is a UserError (see check_keywords).
     """
@@ -531,7 +534,8 @@ def helia_pipeline(
 
         accelerator_name = given.get(vela.ACCELERATOR, overrides.get(vela.ACCELERATOR, env.get(vela.ACCELERATOR)))
         given[aot.PLATFORM] = default_platform(None if accelerator_name is None else str(accelerator_name))
-    request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
+    folder = f"{DEFAULT_BUILD_FOLDER}/{name}" if build_dir is None else build_dir
+    request = _request(env, name, model, fences, budget_cycles, folder, {**overrides, **given}, module_prefix)
     request = replace(
         request,
         backend=str(chosen_backend),
