@@ -118,6 +118,11 @@ def test_a_good_policy_file_is_not_parsed_while_the_sconscripts_are_read(tmp_pat
     (tmp_path / "policy.yaml").write_text(GOOD_POLICY.replace("state", "stat"), encoding="utf-8")
     problem = checks.policy_problem("policy.yaml", str(tmp_path / "policy.yaml"), "policy.yaml")
     assert problem is not None and "unknown key 'stat'; did you mean 'state'?" in problem
+    (tmp_path / "policy.json").write_text('{"defaults": {"fvp": {"acquisition": {"stat": "carry"}}}}')
+    problem = checks.policy_problem("policy.json", str(tmp_path / "policy.json"), "policy.json")
+    assert problem is not None and "policy.json: defaults.fvp.acquisition: unknown key 'stat'" in problem
+    (tmp_path / "policy.json").write_text('{"defaults": {"fvp": {"acquisition": {"state": "carry"}}}}')
+    assert checks.policy_problem("policy.json", str(tmp_path / "policy.json"), "policy.json") is None
 
 
 def test_the_restated_lists_are_the_tools_own() -> None:

@@ -32,7 +32,8 @@ BACKENDS = ("litert", "qemu-m55", "fvp")
 
 METHOD_NAME = "HeliaPipeline"
 """heliabuild.scons.pipeline.METHOD_NAME (this module is imported by it)."""
-_KEY_LIKE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s|$)")
+_KEY_LIKE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[\"']?\s*:(?:\s|$)")
+"""A word followed by a colon, quoted or not: what may be a key of a YAML or JSON policy."""
 POLICY_SCHEMA = "policy"
 
 
