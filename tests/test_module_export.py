@@ -230,7 +230,7 @@ def test_an_unknown_layout_is_refused(tmp_path: Path, chain: tuple[Path, Path], 
 
 @pytest.mark.parametrize(
     "damage",
-    ["user file", "no manifest", "extra file", "edited file", "garbage manifest", "symlink", "empty subfolder"],
+    ["user file", "no manifest", "extra file", "edited file", "garbage manifest", "symlink", "user subfolder"],
 )
 def test_a_folder_holding_a_users_files_is_refused_and_left_alone(
     tmp_path: Path, chain: tuple[Path, Path], cli, damage: str
@@ -254,6 +254,7 @@ def test_a_folder_holding_a_users_files_is_refused_and_left_alone(
             (folder / "link.c").symlink_to(folder / "src" / "net_model.c")
         else:
             (folder / "build").mkdir()
+            (folder / "build" / "CMakeCache.txt").write_text("mine")
     before = _tree(folder)
     result = cli("module", model, plan, "-o", folder)
     assert result.code == 2, result.err

@@ -2,8 +2,9 @@
 whole (docs/module.md, "Regeneration").
 
 - `earlier_export(folder)`: the files of the earlier export `folder` holds (empty for a missing or empty
-  folder), or ModuleError when it holds anything else: no or a damaged `module.json`, a file it does not list,
-  a listed file whose SHA-256 differs (edited by its user), a symlink, a special file, an empty sub-folder.
+  folder, or one holding only empty folders, as SCons leaves before it builds), or ModuleError when it holds
+  anything else: no or a damaged `module.json`, a file it does not list, a listed file whose SHA-256 differs
+  (edited by its user), a symlink, a special file.
 - `publish(folder, files, earlier)`: writes every file into a staging folder beside `folder`, then renames it
   into place (on Linux an atomic exchange with the earlier export, then the earlier export's listed files are
   removed). A file whose bytes are those of the earlier export keeps the earlier file's modification time, so
@@ -21,7 +22,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from heliabuild.files import errors_naming, make_folders, remove_folders, sha256_file
@@ -60,10 +61,9 @@ def _manifest(folder: Path) -> dict[str, dict[str, object]]:
     return document["files"]
 
 
-def _walk(folder: Path) -> tuple[set[str], set[str]]:
-    """The files and folders under `folder` (relative, forward slashes); ModuleError for anything else."""
+def _walk(folder: Path) -> set[str]:
+    """The files under `folder` (relative, forward slashes); ModuleError for a symlink or a special file."""
     files: set[str] = set()
-    folders: set[str] = set()
     pending = [folder]
     count = 0
     while pending:
@@ -77,13 +77,12 @@ def _walk(folder: Path) -> tuple[set[str], set[str]]:
                 if entry.is_symlink():
                     raise _refuse(folder, f"{relative} is a symlink")
                 if entry.is_dir(follow_symlinks=False):
-                    folders.add(relative)
                     pending.append(Path(entry.path))
                 elif entry.is_file(follow_symlinks=False):
                     files.add(relative)
                 else:
                     raise _refuse(folder, f"{relative} is not a regular file")
-    return files, folders
+    return files
 
 
 def earlier_export(folder: str | os.PathLike[str]) -> dict[str, dict[str, object]]:
@@ -96,8 +95,8 @@ def earlier_export(folder: str | os.PathLike[str]) -> dict[str, dict[str, object
         return {}
     if not path.is_dir():
         raise _refuse(path, "it is not a folder")
-    files, folders = _walk(path)
-    if not files and not folders:
+    files = _walk(path)
+    if not files:
         return {}
     listed = _manifest(path)
     extra = sorted(files - set(listed) - {MANIFEST})
@@ -106,12 +105,6 @@ def earlier_export(folder: str | os.PathLike[str]) -> dict[str, dict[str, object
     missing = sorted(set(listed) - files)
     if missing:
         raise _refuse(path, f"{missing[0]}, listed in {MANIFEST}, is missing")
-    implied = {Path(name).parent.as_posix() for name in listed} | {
-        parent.as_posix() for name in listed for parent in Path(name).parents
-    }
-    stray = sorted(folders - implied)
-    if stray:
-        raise _refuse(path, f"the folder {stray[0]} is not part of the earlier export")
     for name, entry in sorted(listed.items()):
         file = path / name
         if file.stat().st_size != entry["bytes"] or sha256_file(file) != entry["sha256"]:
@@ -136,15 +129,15 @@ def _exchange(first: Path, second: Path) -> bool:
     raise OSError(failure, os.strerror(failure), str(second))
 
 
-def _remove_export(folder: Path, listed: Mapping[str, object]) -> None:
-    """Remove the files of an earlier export (and its manifest) from `folder`, then its folders while empty."""
+def _remove_export(folder: Path, listed: Iterable[str]) -> None:
+    """Remove the files of an earlier export (and its manifest) from `folder`, then every folder in it that is
+    left empty, and `folder` when it is."""
     for name in [*listed, MANIFEST]:
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
-    parents = sorted({p for name in listed for p in (folder / name).parents if folder in p.parents}, reverse=True)
-    for parent in [*parents, folder]:
+    for current, _, _ in os.walk(folder, topdown=False):
         with contextlib.suppress(OSError):
-            parent.rmdir()
+            os.rmdir(current)
 
 
 def publish(folder: str | os.PathLike[str], files: Mapping[str, bytes], earlier: Mapping[str, object]) -> None:

@@ -1,0 +1,130 @@
+"""env.HeliaModule with real SCons, arm-none-eabi-gcc and QEMU: the example application (examples/module_app)
+builds through SCons as a user's own Program, runs on QEMU with LiteRT's reference outputs; and in a project
+that also has a qemu-m55 pipeline, which objects recompile after a policy change, a plan change and a new model
+with the same operators, and that the kernel objects come from the one kernel library the runner's firmware
+library is built from."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import require_firmware_tools
+from helpers.module_app import EXAMPLE, assert_equals_litert, run_example
+from test_scons import build_ok, output_of
+
+from heliabuild.files import sha256_file
+
+pytestmark = pytest.mark.slow
+
+KERNELS = "build/heliabuild-firmware/kernels/libheliakernels.a"
+FIRMWARE_LIBRARY = "build/heliabuild-firmware/mps3_an547/libheliafirmware.a"
+SCONSTRUCT = """\
+import json
+import os
+
+import heliabuild.scons
+
+env = Environment(tools=["default", heliabuild.scons.tool])
+options = json.load(open("options.json"))
+model = env.HeliaSynth("build/kws.tflite", HELIA_SYNTH_KIND="chain", HELIA_SYNTH_SEED=options["seed"])
+pipeline = env.HeliaPipeline(
+    "kws", model, backend="qemu-m55", policy=options["policy"], aot_config=options["aot"], build_dir="build/kws"
+)
+module = env.HeliaModule("build/kws_module", [model, pipeline.aot_plan])
+cpu = ["-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"]
+arm = Environment(
+    ENV={"PATH": os.environ["PATH"]},
+    CC="arm-none-eabi-gcc",
+    LINK="arm-none-eabi-gcc",
+    CCFLAGS=[*cpu, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"],
+    CPPPATH=[module.include],
+    LINKFLAGS=[*cpu, "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-T", File("app.ld").abspath],
+    CCCOMSTR="app-cc $TARGET",
+    LINKCOMSTR="app-link $TARGET",
+)
+objects = [arm.Object(f"build/app/{name}.o", f"{name}.c") for name in ("main", "startup", "console")]
+app = arm.Program("build/app.elf", [*objects, *module.objects], LIBS=[module.library])
+Default(app, pipeline.alias)
+"""
+POLICY = {"defaults": {"fvp": {"acquisition": {"warmup_invokes": 0, "measured_invokes": 1}}}}
+STREAMING = {
+    "memory": {"tensors": [{"pattern": "*", "residency": "stream"}], "stream_pool": {"memory": "DTCM", "bytes": 32768}}
+}
+
+
+@pytest.fixture(autouse=True)
+def _tools() -> None:
+    require_firmware_tools()
+
+
+def _copy_example(folder: Path) -> Path:
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("build", ".sconsign*"))
+    return folder
+
+
+def _compiled(result: subprocess.CompletedProcess[str]) -> set[str]:
+    """What this build compiled or archived: heliabuild's firmware-cc lines and the project's own app-cc lines."""
+    lines = output_of(result).splitlines()
+    found = {
+        line.removeprefix("heliabuild: firmware-cc ") for line in lines if line.startswith("heliabuild: firmware-cc ")
+    }
+    return found | {line.removeprefix("app-cc ") for line in lines if line.startswith("app-cc ")}
+
+
+def _stages(result: subprocess.CompletedProcess[str]) -> list[str]:
+    import re
+
+    return sorted({m[1] for m in re.finditer(r"^heliabuild: \[\d+/\d+\] (\S+) ", output_of(result), re.M)})
+
+
+def test_the_example_built_through_scons_runs_on_qemu_with_litert_outputs(tmp_path: Path) -> None:
+    project = _copy_example(tmp_path / "app")
+    result = build_ok(project)
+    assert "heliabuild: firmware-cc build/kws_module.objects/kws_model.o" in output_of(result)
+    version, outputs, counts = run_example(project / "build" / "app.elf")
+    assert sha256_file(project / "build" / "kws.tflite") in version
+    assert_equals_litert(project / "build" / "kws.tflite", outputs)
+    assert all(count > 0 for count in counts)
+    assert "is up to date" in output_of(build_ok(project))
+
+
+def test_which_objects_recompile_after_a_policy_a_plan_and_a_model_change(tmp_path: Path) -> None:
+    project = _copy_example(tmp_path / "app")
+    (project / "SConstruct").write_text(SCONSTRUCT)
+    options = {"seed": 0, "policy": POLICY, "aot": None}
+
+    def build() -> subprocess.CompletedProcess[str]:
+        (project / "options.json").write_text(json.dumps(options))
+        return build_ok(project)
+
+    first = build()
+    compiled = _compiled(first)
+    assert KERNELS in compiled and FIRMWARE_LIBRARY in compiled  # the runner's library is made from the kernels
+    assert output_of(first).count(f"firmware-cc {KERNELS}") == 1
+    assert {"build/kws_module.objects/kws_model.o", "build/kws_module.objects/kws_model_io.o"} <= compiled
+
+    options["policy"] = {"defaults": {"fvp": {"acquisition": {"warmup_invokes": 0, "measured_invokes": 2}}}}
+    after_policy = build()
+    assert "module" not in _stages(after_policy) and "runner" in _stages(after_policy)
+    assert not {name for name in _compiled(after_policy) if "kws_module" in name or name in (KERNELS,)}
+
+    options["aot"] = STREAMING
+    after_plan = build()
+    assert "module" in _stages(after_plan)
+    module_objects = {name for name in _compiled(after_plan) if name.startswith("build/kws_module")}
+    assert module_objects == {"build/kws_module.objects/kws_model.o", "build/kws_module.objects/kws_model_io.o"}
+    assert KERNELS not in _compiled(after_plan) and FIRMWARE_LIBRARY not in _compiled(after_plan)
+    _, outputs, _ = run_example(project / "build" / "app.elf")
+    assert_equals_litert(project / "build" / "kws.tflite", outputs)
+
+    options["seed"] = 1  # the same operators, other weights
+    after_model = build()
+    assert "module" in _stages(after_model) and "synth" in _stages(after_model)
+    assert KERNELS not in _compiled(after_model) and FIRMWARE_LIBRARY not in _compiled(after_model)
+    assert "build/kws_module.objects/kws_model.o" in _compiled(after_model)
+    _, outputs, _ = run_example(project / "build" / "app.elf")
+    assert_equals_litert(project / "build" / "kws.tflite", outputs)
