@@ -5,6 +5,7 @@ outputs, and an edit of the plan rebuilds only the generated objects."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -125,3 +126,75 @@ def test_a_plan_edit_rebuilds_only_the_generated_objects_in_cmake(cmake_example:
     assert "re-run cmake" not in result.stdout.lower()
     _, outputs, _ = run_example(build / "app.elf")
     assert_equals_litert(cmake_example["model"], outputs)
+
+
+HOOK_MAIN = """\
+#include <string.h>
+
+#include "console.h"
+#include "kws_model.h"
+
+uint8_t kws_model_arena[KWS_MODEL_ARENA_BYTES] __attribute__((section(".bss.app_arena"), aligned(16)));
+static uint32_t copies;
+
+void systick_handler(void)
+{
+}
+
+void kws_model_copy(void *destination, const void *source, size_t bytes)
+{
+    ++copies;
+    memcpy(destination, source, bytes);
+}
+
+int main(void)
+{
+    helia_model_context context = {NULL, NULL, 0u, 0, HELIA_STATUS_OK};
+    uint32_t i;
+    if (kws_model_init(&context) != HELIA_MODEL_OK) {
+        return 3;
+    }
+    for (i = 0u; i < kws_model_inputs[0].bytes; ++i) {
+        kws_model_inputs[0].data[i] = (uint8_t)(i * 7u + 3u);
+    }
+    if (kws_model_run(&context) != HELIA_MODEL_OK) {
+        return 4;
+    }
+    console_write("copies: ");
+    console_write_u64(copies);
+    console_write("\\nrun 0 output 0: ");
+    console_write_hex(kws_model_outputs[0].data, kws_model_outputs[0].bytes);
+    console_write("\\n");
+    return 0;
+}
+"""
+
+
+def test_a_users_copy_hook_replaces_the_default_once_per_unit_and_constants_sit_in_their_sections(
+    tmp_path: Path,
+) -> None:
+    from heliabuild.firmware.qemu import run_on_qemu
+
+    model = tmp_path / "kws.tflite"
+    save_model(synthesize("chain", seed=0), model)
+    write_plan(model, tmp_path, "kws", "mps3_an547", STREAMING)
+    folder = export_module(model, tmp_path / "kws_plan.json", tmp_path / "module").folder
+    units = json.loads((folder / "kws_layout.json").read_text())["units"]
+    assert units
+    (tmp_path / "main.c").write_text(HOOK_MAIN)
+    sources = [tmp_path / "main.c", EXAMPLE / "startup.c", EXAMPLE / "console.c", *sorted((folder / "src").glob("*.c"))]
+    _run(
+        ["arm-none-eabi-gcc", *compiler_flags(), f"-I{EXAMPLE}", "-Imodule/include", "-Imodule/src", *map(str, sources),
+         "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections",
+         "-T", str(EXAMPLE / "app.ld"), "-o", "app.elf"],
+        tmp_path,
+    )  # fmt: skip
+    run = run_on_qemu(tmp_path / "app.elf", timeout_s=120)
+    assert run.exit_status == 0, run.console
+    assert f"copies: {len(units)}\n" in run.console
+    output = re.search(r"run 0 output 0: ([0-9a-f]+)", run.console)
+    assert output is not None
+    assert_equals_litert(model, [bytes.fromhex(output[1])])
+    sections = _run(["arm-none-eabi-objdump", "-h", "app.elf"], tmp_path).stdout
+    constants = re.search(r"\.model_constants\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
+    assert constants is not None and int(constants[1], 16) > 0 and int(constants[2], 16) == 0x38000000
