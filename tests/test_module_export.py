@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from heliabuild import __version__
 from heliabuild.aot.config import AotConfig
@@ -230,7 +232,18 @@ def test_an_unknown_layout_is_refused(tmp_path: Path, chain: tuple[Path, Path], 
 
 @pytest.mark.parametrize(
     "damage",
-    ["user file", "no manifest", "extra file", "edited file", "garbage manifest", "symlink", "user subfolder"],
+    [
+        "user file",
+        "no manifest",
+        "extra file",
+        "edited file",
+        "garbage manifest",
+        "huge manifest",
+        "another document",
+        "symlink",
+        "user subfolder",
+        "fifo",
+    ],
 )
 def test_a_folder_holding_a_users_files_is_refused_and_left_alone(
     tmp_path: Path, chain: tuple[Path, Path], cli, damage: str
@@ -250,6 +263,12 @@ def test_a_folder_holding_a_users_files_is_refused_and_left_alone(
             (folder / "src" / "net_model.c").write_text("/* tuned by hand */\n")
         elif damage == "garbage manifest":
             (folder / MANIFEST).write_bytes(b"\xff\xfe{")
+        elif damage == "huge manifest":
+            (folder / MANIFEST).write_bytes(b" " * (5 << 20) + (folder / MANIFEST).read_bytes())
+        elif damage == "another document":
+            (folder / MANIFEST).write_text(json.dumps({"files": {}}))
+        elif damage == "fifo":
+            os.mkfifo(folder / "src" / "pipe")
         elif damage == "symlink":
             (folder / "link.c").symlink_to(folder / "src" / "net_model.c")
         else:
@@ -287,3 +306,42 @@ def test_the_cli_writes_the_folder_and_says_so(tmp_path: Path, chain: tuple[Path
     assert result.out == f"heliabuild: module {tmp_path / 'out'} (zephyr, {count} files)\n"
     assert cli("module", model, plan, "-o", tmp_path / "out", "--layout", "cmake").code == 0  # over our own export
     assert (tmp_path / "out" / "CMakeLists.txt").is_file() and not (tmp_path / "out" / "zephyr").exists()
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_the_scons_wiring_restates_the_exports_file_names(
+    tmp_path: Path, chain: tuple[Path, Path], layout: str
+) -> None:
+    """heliabuild.scons.module names the export's files of fixed name without importing the library (no numpy
+    while SConscripts are read): they must be the export's files other than the kernels it copies."""
+    from heliabuild.scons.module import FIXED_FILES, LAYOUT_FILES
+
+    model, plan = chain
+    files = set(render_export(model, plan, layout=layout))
+    declared = {name.format(prefix="net") for name in (*FIXED_FILES, *LAYOUT_FILES[layout])}
+    kernels = {name for name in files if name.startswith("src/") and "net_model" not in name}
+    assert declared == files - kernels
+
+
+@given(st.text(max_size=64))
+def test_a_tensor_name_becomes_a_c_string_that_decodes_to_its_utf8(name: str) -> None:
+    from heliabuild.module.public import c_string
+
+    literal = c_string(name)
+    assert literal.isascii() and literal.startswith('"') and literal.endswith('"')
+    body, decoded, position = literal[1:-1], bytearray(), 0
+    assert "??" not in body  # no trigraph
+    while position < len(body):
+        if body[position] == "\\":
+            follow = body[position + 1]
+            if follow.isdigit():
+                decoded.append(int(body[position + 1 : position + 4], 8))
+                position += 4
+                continue
+            decoded.append(ord(follow))
+            position += 2
+            continue
+        assert body[position] != '"'
+        decoded.append(ord(body[position]))
+        position += 1
+    assert bytes(decoded) == name.encode("utf-8")

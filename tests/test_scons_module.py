@@ -128,3 +128,30 @@ def test_which_objects_recompile_after_a_policy_a_plan_and_a_model_change(tmp_pa
     assert "build/kws_module.objects/kws_model.o" in _compiled(after_model)
     _, outputs, _ = run_example(project / "build" / "app.elf")
     assert_equals_litert(project / "build" / "kws.tflite", outputs)
+
+
+@pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        ('env.HeliaModule("out", ["kws.tflite"])', "sources are the model and its AOT plan (<prefix>_plan.json)"),
+        (
+            'env.HeliaModule("out", ["kws.tflite", "kws_plan.json"], HELIA_MODULE_LAYOUT="meson")',
+            "unknown module layout 'meson'; the layouts are plain, cmake, zephyr, cmsis-pack",
+        ),
+        (
+            'env.HeliaModule("out", ["kws.tflite", "kws_plan.json"], HELIA_MODULE_LAYUOT="cmake")',
+            "unknown keyword HELIA_MODULE_LAYUOT",
+        ),
+    ],
+)
+def test_a_wrong_call_is_one_error_naming_the_sconstruct_line(tmp_path: Path, call: str, problem: str) -> None:
+    from test_scons import run_scons
+
+    (tmp_path / "SConstruct").write_text(
+        f"import heliabuild.scons\nenv = Environment(tools=['default', heliabuild.scons.tool])\n{call}\n"
+    )
+    result = run_scons(tmp_path)
+    assert result.returncode == 2, output_of(result)
+    assert f"scons: *** heliabuild: HeliaModule out: {problem}" in result.stderr
+    assert f"(called at {tmp_path / 'SConstruct'}:3)" in result.stderr
+    assert not (tmp_path / "out").exists()
