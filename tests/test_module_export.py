@@ -345,3 +345,18 @@ def test_a_tensor_name_becomes_a_c_string_that_decodes_to_its_utf8(name: str) ->
         decoded.append(ord(body[position]))
         position += 1
     assert bytes(decoded) == name.encode("utf-8")
+
+
+def test_a_fenced_model_exports_with_the_fence_kernel(tmp_path: Path) -> None:
+    from heliabuild.fence import rewrite_model_with_fences
+
+    source = tmp_path / "chain.tflite"
+    save_model(synthesize("chain", seed=0), source)
+    fenced = tmp_path / "chain_fenced.tflite"
+    rewrite_model_with_fences(source, [2, 5]).save(fenced)
+    write_plan(fenced, tmp_path, "net", PLATFORM)
+    files = render_export(fenced, tmp_path / "net_plan.json")
+    assert {"src/stream_split.c", "src/stream_split.h"} <= set(files)
+    source_text = files["src/net_model.c"].decode()
+    assert source_text.count("helia_stream_split_prepare(") == 2
+    assert source_text.count("if (ctx->on_fence != NULL)") == 2
