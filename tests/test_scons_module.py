@@ -155,3 +155,22 @@ def test_a_wrong_call_is_one_error_naming_the_sconstruct_line(tmp_path: Path, ca
     assert f"scons: *** heliabuild: HeliaModule out: {problem}" in result.stderr
     assert f"(called at {tmp_path / 'SConstruct'}:3)" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cachedir_serves_the_objects_and_never_a_partial_export(tmp_path: Path) -> None:
+    """The export's kernel copies are not SCons targets, so the export is never stored in or retrieved from a
+    CacheDir (a retrieved module.json would list files the folder lacks); the objects are."""
+    results = []
+    for name in ("first", "second"):
+        project = _copy_example(tmp_path / name)
+        text = (project / "SConstruct").read_text()
+        marker = 'SetOption("hash_format", "sha256")\n'
+        (project / "SConstruct").write_text(text.replace(marker, marker + f"CacheDir({str(tmp_path / 'cache')!r})\n"))
+        results.append(build_ok(project))
+        folder = project / "build" / "kws_module"
+        listed = json.loads((folder / "module.json").read_text())["files"]
+        assert all((folder / path).is_file() for path in listed)
+    second = output_of(results[1])
+    assert "Retrieved `build/kws_module.objects/kws_model.o' from cache" in second
+    assert "Retrieved `build/kws_module/module.json' from cache" not in second
+    assert "heliabuild: module build/kws_module/" in second or "] module build/kws_module/" in second

@@ -6,7 +6,8 @@
 
 - The export's files of fixed name (the public and generated sources, the layout JSON, README, LICENSE,
   module.json, the layout's build files) are the targets of one stage action, Precious so that SCons leaves
-  the earlier export for the library to recognise and replace; the kernel copies in `src/` are the folder's
+  the earlier export for the library to recognise and replace, and never stored in or served from a CacheDir
+  (the folder is written whole); the kernel copies in `src/` are the folder's
   too (`scons -c` removes the folder's files through its manifest's listing, leftovers.keep_folder_of).
 - `module.objects`: `<prefix>_model.o` and `<prefix>_model_io.o`, compiled beside the folder in
   `<folder>.objects/` by heliabuild's cross environment (the flags the README names) from the export's own
@@ -123,6 +124,9 @@ def helia_module(env: Environment, target: str | Node, source: Sequence[str | No
     action = stage_action(_action, COMSTR, [LAYOUT, PREFIX, ARENA_SECTION])
     files = env.Command([folder.File(name) for name in names], sources, action, **values)
     env.Precious(files)
+    # The kernel copies in src/ are not targets (which the model needs is known only when it is read), so a
+    # CacheDir could serve the declared files without them: the export is written whole, never retrieved.
+    env.NoCache(files)
     add_stage_dependencies(env, files, options=[LAYOUT, PREFIX, ARENA_SECTION])
     env.Clean(files, folder)
     arm = firmware.cross_environment(env)
