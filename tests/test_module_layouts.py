@@ -11,8 +11,9 @@ Sources of the rules (read, not copied):
 - Open-CMSIS-Pack, schema/PACK.xsd 1.7.32: `package` requires attribute `schemaVersion` and the children
   `name` and `vendor` (RestrictedString `[-_A-Za-z0-9]+`), `description`, `url` (may be empty), `releases`;
   a `component` requires attributes `Cclass`, `Cgroup`, `Cversion` and the children `description` and `files`;
-  a `file` requires `category` and `name`; the description file is named `<vendor>.<name>.pdsc`
-  (packFormat.html, "Filename Conventions").
+  a `file` requires `category` (FileCategoryType, below; `sourceC`, `sourceCpp` and `sourceAsm` deprecated
+  since 1.7.15) and `name`; the description file is named `<vendor>.<name>.pdsc` (packFormat.html, "Filename
+  Conventions").
 """
 
 from __future__ import annotations
@@ -43,9 +44,23 @@ ZEPHYR_BUILD_KEYS = {
     "settings",
 }
 PACK_FILE_CATEGORIES = {
-    "doc", "header", "include", "library", "object", "source", "sourceC", "sourceCpp", "sourceAsm",
-    "linkerScript", "utility", "image", "preIncludeGlobal", "preIncludeLocal", "other",
-}  # fmt: skip
+    "doc",
+    "header",
+    "include",
+    "library",
+    "object",
+    "source",
+    "linkerScript",
+    "utility",
+    "image",
+    "other",
+    "preIncludeGlobal",
+    "preIncludeLocal",
+    "genSource",
+    "genHeader",
+    "genParams",
+    "genAsset",
+}  # fmt: skip  (FileCategoryType of PACK.xsd 1.7.32 without its deprecated entries)
 RESTRICTED_STRING = re.compile(r"[-_A-Za-z0-9]+")
 
 

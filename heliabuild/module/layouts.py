@@ -90,11 +90,8 @@ def pack_description_name(identity: Identity) -> str:
 
 
 def _category(name: str) -> str:
-    if name.endswith(".c"):
-        return "sourceC"
-    if name.endswith(".h"):
-        return "header"
-    return "doc"
+    # PACK.xsd's FileCategoryType: `sourceC` is deprecated since 1.7.15; `source` is valid in every version.
+    return "source" if name.endswith(".c") else "header"
 
 
 def _pack(identity: Identity, sources: Sequence[str], files: Sequence[str]) -> dict[str, bytes]:
