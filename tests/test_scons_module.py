@@ -34,7 +34,7 @@ model = env.HeliaSynth("build/kws.tflite", HELIA_SYNTH_KIND="chain", HELIA_SYNTH
 pipeline = env.HeliaPipeline(
     "kws", model, backend="qemu-m55", policy=options["policy"], aot_config=options["aot"], build_dir="build/kws"
 )
-module = env.HeliaModule("build/kws_module", [model, pipeline.aot_plan])
+module = env.HeliaModule("build/kws_module", pipeline)
 cpu = ["-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"]
 arm = Environment(
     ENV={"PATH": os.environ["PATH"]},
@@ -141,6 +141,10 @@ def test_which_objects_recompile_after_a_policy_a_plan_and_a_model_change(tmp_pa
         (
             'env.HeliaModule("out", ["kws.tflite", "kws_plan.json"], HELIA_MODULE_LAYUOT="cmake")',
             "unknown keyword HELIA_MODULE_LAYUOT",
+        ),
+        (
+            'env.HeliaModule("out", env.HeliaPipeline("kws", "kws.tflite"))',
+            "pipeline kws's AOT plan is of Vela's model, whose ethos-u operators the module cannot run",
         ),
     ],
 )

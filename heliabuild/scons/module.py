@@ -2,6 +2,7 @@
 `Program` links (docs/module.md, "Using the module in your firmware").
 
     module = env.HeliaModule('build/kws_module', [model, plan], HELIA_MODULE_LAYOUT='cmake')
+    module = env.HeliaModule('build/kws_module', pipeline)  # a qemu-m55 HeliaPipeline's model and plan
     arm.Program('app.elf', ['main.c', *module.objects], LIBS=[module.library], CPPPATH=[module.include])
 
 - The export's files of fixed name (the public and generated sources, the layout JSON, README, LICENSE,
@@ -104,10 +105,28 @@ def _action(target: list[Node], source: list[Node], env: Environment) -> int:
     return 0
 
 
-def helia_module(env: Environment, target: str | Node, source: Sequence[str | Node], **overrides: Any) -> ModuleNodes:
-    """env.HeliaModule(folder, [model, plan], HELIA_MODULE_LAYOUT=..., ...) (module docstring)."""
+def _pipeline_sources(folder: Node, pipeline: Any) -> list[Node]:
+    """The model and plan of a HeliaPipeline's firmware stage (the plan of the model it runs on the CPU)."""
+    if "firmware" not in pipeline:
+        raise configuration_error(
+            METHOD_NAME,
+            folder,
+            f"pipeline {pipeline.name}'s AOT plan is of Vela's model, whose ethos-u operators the module cannot run; "
+            "give a pipeline with backend='qemu-m55', or the model and a plan made for a platform without an NPU",
+        )
+    return list(pipeline["firmware"][0].sources)
+
+
+def helia_module(env: Environment, target: str | Node, source: Any, **overrides: Any) -> ModuleNodes:
+    """env.HeliaModule(folder, [model, plan] or a qemu-m55 pipeline, HELIA_MODULE_LAYOUT=..., ...) (module
+    docstring)."""
+    from heliabuild.scons.pipeline import Pipeline
+
     folder = env.Dir(target) if not isinstance(target, Node) else target
-    sources = env.arg2nodes(list(source), env.File)
+    if isinstance(source, Pipeline):
+        sources = _pipeline_sources(folder, source)
+    else:
+        sources = env.arg2nodes(list(source) if isinstance(source, Sequence) else [source], env.File)
     if len(sources) != 2 or not sources[0].name.endswith(".tflite") or not sources[1].name.endswith("_plan.json"):
         raise configuration_error(METHOD_NAME, folder, "sources are the model and its AOT plan (<prefix>_plan.json)")
     unknown = sorted(name for name in overrides if name not in DEFAULTS)
