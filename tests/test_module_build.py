@@ -198,3 +198,20 @@ def test_a_users_copy_hook_replaces_the_default_once_per_unit_and_constants_sit_
     sections = _run(["arm-none-eabi-objdump", "-h", "app.elf"], tmp_path).stdout
     constants = re.search(r"\.model_constants\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
     assert constants is not None and int(constants[1], 16) > 0 and int(constants[2], 16) == 0x38000000
+
+
+def test_the_real_kws_model_runs_in_the_example_with_litert_outputs(tmp_path: Path, kws_path: Path) -> None:
+    """The MLPerf Tiny DS-CNN keyword spotter (../shared/models), exported and built through the cmake layout."""
+    model = tmp_path / "kws.tflite"
+    shutil.copyfile(kws_path, model)
+    write_plan(model, tmp_path, "kws", "mps3_an547")
+    module = export_module(model, tmp_path / "kws_plan.json", tmp_path / "kws_module", layout="cmake").folder
+    build = tmp_path / "build"
+    _run(
+        ["cmake", "-S", str(EXAMPLE), "-B", str(build), "-G", "Ninja",
+         f"-DCMAKE_TOOLCHAIN_FILE={EXAMPLE / 'arm-none-eabi.cmake'}", f"-DHELIA_MODULE_DIR={module}"],
+        tmp_path,
+    )  # fmt: skip
+    _run(["cmake", "--build", str(build)], tmp_path)
+    _, outputs, _ = run_example(build / "app.elf")
+    assert_equals_litert(model, outputs)
