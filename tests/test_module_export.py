@@ -360,3 +360,51 @@ def test_a_fenced_model_exports_with_the_fence_kernel(tmp_path: Path) -> None:
     source_text = files["src/net_model.c"].decode()
     assert source_text.count("helia_stream_split_prepare(") == 2
     assert source_text.count("if (ctx->on_fence != NULL)") == 2
+
+
+_NAMES = st.lists(
+    st.sampled_from(["a.c", "b.h", "src/c.c", "src/d.h", "include/e.h", "zephyr/module.yml"]), unique=True, min_size=1
+)
+
+
+@given(first=_NAMES, second=_NAMES, content=st.binary(max_size=64), user_file=st.booleans())
+def test_publish_replaces_only_its_own_export_and_keeps_unchanged_files(
+    tmp_path_factory: pytest.TempPathFactory, first: list[str], second: list[str], content: bytes, user_file: bool
+) -> None:
+    from heliabuild.module.folder import earlier_export, publish
+
+    def files_of(names: list[str]) -> dict[str, bytes]:
+        files = {name: content + name.encode() for name in names}
+        listed = {name: {"sha256": sha256_bytes(data), "bytes": len(data)} for name, data in files.items()}
+        manifest = {
+            "format": "heliabuild-module/1",
+            "heliabuild": __version__,
+            "prefix": "net",
+            "layout": "plain",
+            "model": {"name": "m.tflite", "sha256": "0" * 64},
+            "plan": {"name": "p.json", "sha256": "0" * 64},
+            "arena": {"bytes": 16, "alignment": 16, "section": None},
+            "compiler_flags": [],
+            "files": listed,
+        }
+        return {**files, MANIFEST: json.dumps(manifest).encode()}
+
+    folder = tmp_path_factory.mktemp("publish") / "module"
+    publish(folder, files_of(first), earlier_export(folder))
+    assert _tree(folder) == files_of(first)
+    past = 1_000_000_000_000_000_000
+    for path in folder.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(past, past))
+    if user_file:
+        (folder / "mine.txt").write_text("mine")
+        before = _tree(folder)
+        with pytest.raises(ModuleError, match=r"mine\.txt is not a file of the earlier export"):
+            earlier_export(folder)
+        assert _tree(folder) == before
+        return
+    publish(folder, files_of(second), earlier_export(folder))
+    assert _tree(folder) == files_of(second)
+    kept = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.stat().st_mtime_ns == past}
+    assert kept == set(first) & set(second)
+    assert [p.name for p in folder.parent.iterdir()] == ["module"]
