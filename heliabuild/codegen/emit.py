@@ -102,7 +102,6 @@ class _Emitter:
         memory: ModuleMemory = FIRMWARE_MEMORY,
     ) -> None:
         self.memory = memory
-        self.arena = memory.arena_symbol or "arena"
         self.model_sha256 = model_sha256
         self.model = model
         self.calls = calls
@@ -130,7 +129,7 @@ class _Emitter:
         ctype = self.ctype(t)
         position = self.layout.constant_of_tensor.get(t)
         if position is None:
-            return f"({ctype} *)&{self.arena}[{self.layout.arena.offsets[str(t)]}]"
+            return f"({ctype} *)&arena[{self.layout.arena.offsets[str(t)]}]"
         constant = self.layout.constants[position]
         if constant.residency == "direct":
             return f"(const {ctype} *)constant_{position}"
@@ -243,9 +242,8 @@ class _Emitter:
             self.lines.append(
                 _array(f"static const int32_t {dims_name}[{max(len(dims), 1)}]", "int32_t", [str(d) for d in dims])
             )
-            offset = self.layout.arena.offsets[str(t)]
             entries.append(
-                f"    {{&{self.arena}[{offset}], {self.layout.activation_bytes[t]}u, {dims_name}, "
+                f"    {{&arena[{self.layout.arena.offsets[str(t)]}], {self.layout.activation_bytes[t]}u, {dims_name}, "
                 f"{len(dims)}, {int(self.tensors[t].type)}}},"
             )
         self.lines.append(f"static const helia_tensor_desc op{call.op_index}_{side}[{len(tensors)}] = {{\n")
@@ -313,7 +311,7 @@ class _Emitter:
     def emit_io(self) -> None:
         def table(name: str, tensors: Sequence[int]) -> None:
             rows = [
-                f"    {{&{self.arena}[{self.layout.arena.offsets[str(t)]}], {self.layout.activation_bytes[t]}u}},"
+                f"    {{&arena[{self.layout.arena.offsets[str(t)]}], {self.layout.activation_bytes[t]}u}},"
                 for t in tensors
             ]
             self.lines.append(f"static const helia_io_tensor {name}[{max(len(tensors), 1)}] = {{\n")
@@ -334,13 +332,19 @@ class _Emitter:
 
 
 def _arena_declaration(memory: ModuleMemory, size: int) -> str:
-    """The arena's declaration: heliabuild's static array in its section, or a global of `arena_symbol` in its
-    section, or (no section) the caller's array, declared extern."""
+    """The arena's declaration: heliabuild's static array in its section; or, with `arena_symbol`, a global of
+    that name (in `arena_section`, or, with none, the caller's array, declared extern) that the code below
+    reaches by the name `arena` (a macro local to the generated source, so every `&arena[...]` the emitter
+    writes addresses it)."""
     if memory.arena_symbol is None:
         return f'static uint8_t arena[{size}] __attribute__((section("{memory.arena_section}"), aligned(16)));'
     if memory.arena_section is None:
-        return f"extern uint8_t {memory.arena_symbol}[];"
-    return f'uint8_t {memory.arena_symbol}[{size}] __attribute__((section("{memory.arena_section}"), aligned(16)));'
+        declaration = f"extern uint8_t {memory.arena_symbol}[];"
+    else:
+        declaration = (
+            f'uint8_t {memory.arena_symbol}[{size}] __attribute__((section("{memory.arena_section}"), aligned(16)));'
+        )
+    return f"{declaration}\n#define arena {memory.arena_symbol}"
 
 
 def emit_module(
