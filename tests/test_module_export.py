@@ -205,7 +205,7 @@ def test_a_model_the_generator_cannot_admit_is_refused(tmp_path: Path, cli) -> N
     write_plan(model, tmp_path, "net", PLATFORM)
     result = cli("module", model, tmp_path / "net_plan.json", "-o", tmp_path / "out")
     assert result.code == 2, result.err
-    assert re.fullmatch(r"heliabuild: error: .*refuses 1 operator: .*\(EQUAL\).*\n", result.err)
+    assert result.err.startswith("heliabuild: error: ") and result.err.count("\n") == 1 and "EQUAL" in result.err
     _nothing_written(tmp_path, {"equal.tflite", "net_plan.json", "net_report.json"})
 
 
