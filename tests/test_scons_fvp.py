@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import test_fvp_backend  # noqa: F401  (skips this module when mlia-ethos-u is missing)
+from conftest import require_prebuilt_runner
+from helpers.fvp_models import compiled_residual
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons
 from test_scons_pipeline import bound_plan, leftovers, make_project, set_options, snapshot
 
@@ -22,6 +23,12 @@ from heliabuild.api import load_result
 from heliabuild.runner.freeze import load_runner
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _prebuilt_runner() -> None:
+    require_prebuilt_runner()
+
 
 POLICY = "defaults:\n  fvp:\n    acquisition: {state: single, warmup_invokes: 0, measured_invokes: 1}\n"
 STAGES = ("plan-fences", "fence", "vela", "aot-plan", "runner", "run")
@@ -128,7 +135,7 @@ def test_aot_firmware_pipeline(tmp_path: Path, fake_fvp: Path, monkeypatch: pyte
     assert stage_counts(result) == {"run": 1}, output_of(result)
     bundle = load_result(project / "build" / "results" / "kws")
     assert [s.cycles["segments"] for s in bundle.samples if s.cycles] == [[1000, 1000, 1000]] * 2
-    assert [s.segment_traffic_beats for s in bundle.samples] == [[9000, 9000, 9000]] * 2
+    assert [s.segment_traffic_beats for s in bundle.samples] == [[234, 234, 234]] * 2
     assert stage_counts(build_ok(project)) == {}
 
     # the driver's files are dependencies: another driver relinks the firmware and reruns the runner
@@ -172,12 +179,11 @@ env.HeliaRun("results/result.json", runner[0])
 def test_standalone_helia_runner_on_the_fvp(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path
 ) -> None:
-    from test_fvp_backend import _compiled
     from test_scons import SITE_TOOLS
 
     project = tmp_path / "project"
     project.mkdir()
-    for path in _compiled(tmp_path_factory, "ethos-u55-128").values():
+    for path in compiled_residual(tmp_path_factory, "ethos-u55-128").values():
         shutil.copy(path, project / path.name)
     (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
     (project / "SConstruct").write_text(STANDALONE.format(site_tools=str(SITE_TOOLS)), encoding="utf-8")

@@ -1,0 +1,95 @@
+"""The fvp backend's log reader on bytes no one here wrote: Arm's prebuilt runner as `mlia-ethos-u` ships it.
+
+The Corstone-300 runners (MLEK 25.12.0) boot on QEMU's mps3-an547 (Corstone-300's CPU, memory map and UART0, but
+no Ethos-U) and stop at the NPU's absence: real firmware output, which the reader must classify as the runner's
+own failure. And every line the FAKE FVP (tests/helpers/fake_fvp.py) says comes from the AXF is looked for in
+the AXF's bytes, so the double cannot drift from the firmware it copies. No FVP runs here.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import require_firmware_tools, require_prebuilt_runner
+from helpers import fake_fvp
+from helpers.qemu_uart import uart_bytes
+
+from heliabuild.errors import FvpError
+from heliabuild.firmware.qemu import QemuRun
+from heliabuild.fvp.firmware import prebuilt_runner
+from heliabuild.fvp.log import read_job
+from heliabuild.fvp.targets import TARGETS
+
+BOOTING = [target for target in TARGETS if target.platform == "corstone-300"]
+"""The runners QEMU's mps3-an547 boots: Corstone-300's (Cortex-M55); Corstone-310 and 320 run a Cortex-M85."""
+
+
+@pytest.fixture(autouse=True)
+def _tools() -> None:
+    require_prebuilt_runner()
+
+
+def _run(console: bytes) -> QemuRun:
+    """A job's run as heliabuild.firmware.qemu.run_bounded makes it of an FVP's stdout (decoded as UTF-8,
+    undecodable bytes replaced)."""
+    text = console.decode("utf-8", errors="replace")
+    return QemuRun(exit_status=0, console=text, timed_out=False, output_overflow=False, diagnostics="")
+
+
+@pytest.mark.parametrize("target", BOOTING, ids=lambda target: target.executable)
+def test_the_real_runner_booted_on_qemu_is_read_as_its_own_failure(target: object) -> None:
+    require_firmware_tools()
+    runner = prebuilt_runner(target)  # type: ignore[arg-type]
+    console = uart_bytes(runner.path)
+    # What the reader depends on, in the real bytes: CRLF lines, the last line, EOT, then the exit code as one
+    # raw byte, 0 although the runner failed (its `main` returns 0 whatever happened).
+    assert console.endswith(b"INFO - program terminating...\r\n\x04\x00"), console[-200:]
+    firmware = console.split(b"\x04", 1)[0]
+    assert all(line.endswith(b"\r") for line in firmware.split(b"\n")[:-1]) and firmware.endswith(b"\r\n")
+    for line in fake_fvp.BOOT[:4]:  # the double's boot lines are the real ones
+        assert line.encode() + b"\r\n" in console
+    for unmodified in (console, console[:-1]):  # the FVP may or may not pass the byte after EOT
+        with pytest.raises(FvpError) as error:
+            read_job(_run(unmodified), target.npu, "segment 0 (QEMU mps3-an547)")  # type: ignore[attr-defined]
+        assert error.value.message == (
+            "segment 0 (QEMU mps3-an547): the runner failed: 'E: E: ERROR - Failed to initialise Ethos-U device'"
+        )
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.executable)
+def test_the_fake_fvp_prints_strings_of_the_shipped_axf(target: object) -> None:
+    """Each fixture line of the double that names the AXF as its source is a string of the AXF (`strings`)."""
+    data = prebuilt_runner(target).path.read_bytes()  # type: ignore[arg-type]
+    npu = {"ethos-u55": "u55", "ethos-u65": "u65", "ethos-u85": "u85"}[target.npu]  # type: ignore[attr-defined]
+    strings = [
+        "INFO - ",
+        "WARN - ",
+        "ERROR - ",
+        "Ethos-U device initialised",
+        "Ethos-U version info:",
+        "\tMACs/cc:    %lu",
+        "Model pointer: 0x%08x",
+        "%d input tensor/s populated with %d bytes with data read from 0x%08x",
+        "Running inference... ",
+        "Inference completed.",
+        "Inference failed.",
+        "Invoke failed.",
+        "Counter overflow detected for %s.",
+        "E: %s:%d: NPU config mismatch. npu.macs_per_cc=%u, optimizer.macs_per_cc=%u",
+        "Final results:",
+        "Total number of inferences: 1",
+        "program terminating...",
+        '{"profiling_group": "',
+        '", "count": ',
+        ', "samples": [',
+        '{"name": "',
+        '"value": [',
+        "<%s>",
+        "</%s>",
+        "metrics",
+        "NPU ACTIVE",
+        "NPU IDLE",
+        "NPU TOTAL",
+        *fake_fvp.BEAT_NAMES[npu],
+    ]
+    missing = [text for text in strings if not any(b"\0" + text.encode() + end in data for end in (b"\0", b"\n\0"))]
+    assert missing == []
