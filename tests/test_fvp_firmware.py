@@ -146,9 +146,13 @@ def replaying(built: tuple[Path, Path], fake_fvp: Path, monkeypatch: pytest.Monk
     return fake_fvp
 
 
+@pytest.mark.parametrize("tag", ["1", "0"], ids=["exitthesim-after-eot", "nothing-after-eot"])
 def test_good_run_on_the_fake_fvp_publishes_per_segment_counters(
-    tmp_path: Path, built: tuple[Path, Path], replaying: Path
+    tmp_path: Path, built: tuple[Path, Path], replaying: Path, monkeypatch: pytest.MonkeyPatch, tag: str
 ) -> None:
+    """The core-platform ending (`Application exit code: 0.`, EOT), with or without the `EXITTHESIM` tag after
+    the EOT (the FVP stops at the EOT and may or may not pass on what follows)."""
+    monkeypatch.setenv("FAKE_FVP_CODE_BYTE", tag)
     runner_json = built[0]
     result_json = run_runner(runner_json, tmp_path / "result")
     result = load_result(result_json.parent)  # the reader verifies the bundle

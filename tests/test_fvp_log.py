@@ -214,6 +214,46 @@ def test_bad_logs(console: str, flags: dict[str, bool], message: str) -> None:
     assert "\n" not in caught.value.message
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    before=st.sampled_from(["", "INFO - ", "WARN - ", "E: ", "E: E: ", "INFO - WARN - "]),
+    prefix=st.sampled_from(["ERROR - ", "E [ExecuTorch: ", "TFLM - Failed to", "TFLM - Didn't find op for"]),
+    rest=st.text(st.characters(blacklist_characters="\r\n\x04", blacklist_categories=("Cs",)), max_size=40),
+)
+def test_any_failure_line_fails_a_complete_log_quoted(before: str, prefix: str, rest: str) -> None:
+    """A failure line (after any log-level prefixes) fails the run, whatever else the log reports."""
+    line = before + prefix + rest
+    with pytest.raises(FvpError) as caught:
+        read_job(_run(_mlek(COMPLETED, line, _metrics(U55))), "ethos-u55", "job")
+    assert caught.value.message == "job: the runner failed: " + repr(line.strip())
+
+
+def test_the_fake_fvp_without_shutdown_on_eot_runs_on_to_its_time_limit(tmp_path: Path) -> None:
+    """An FVP told not to stop at EOT keeps simulating the runner, which spins after it, until `--timelimit`: the
+    stop reason follows the EOT, and the reader refuses the run as a time limit."""
+    fake = tmp_path / "FVP_Corstone_SSE-300_Ethos-U55"
+    fake.write_text(f"#!{sys.executable}\n" + (Path(__file__).parent / "helpers" / "fake_fvp.py").read_text())
+    fake.chmod(0o755)
+    (tmp_path / "app.axf").write_bytes(b"\0" * 16)
+    (tmp_path / "model.tflite").write_bytes(b"\0" * 64)
+    command = job_command(
+        fake, tmp_path / "app.axf", tmp_path / "model.tflite", fvp_arguments(resolve_target("ethos-u55-128"), 1)
+    )
+    spinning = [
+        part
+        for k, part in enumerate(command)
+        if "shutdown" not in part and "shutdown" not in command[min(k + 1, len(command) - 1)]
+    ]
+    run = subprocess.run(spinning, capture_output=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    assert b"program terminating...\r\n\x04\x00\nInfo: Simulation is stopping. Reason: CPU time has been" in run.stdout
+    stopped = subprocess.run(command, capture_output=True, timeout=60, check=False).stdout
+    assert b"Simulation is stopping" not in stopped and b"\x04\x00\nInfo: /OSCI/SystemC: Simulation stopped" in stopped
+    console = run.stdout.decode("utf-8", errors="replace")
+    with pytest.raises(FvpError, match="CPU time has been exceeded"):
+        read_job(_run(console), "ethos-u55", "job")
+
+
 def test_the_aot_ending_is_core_platform_only() -> None:
     with pytest.raises(UnreadLog, match=r"not core-platform's 'Application exit code: N\.'$"):
         read_log(_run(_good()), "job", endings=("core-platform",))

@@ -118,7 +118,7 @@ def _shown(line: str) -> str:
 
 
 def _mismatch(line: str) -> str | None:
-    found = _MISMATCH.search(line)
+    found = _MISMATCH.search(line.strip())
     if found is None:
         return None
     field, npu, optimizer = found.groups()
@@ -140,7 +140,7 @@ def _failure(lines: list[str], source: str) -> FvpError | None:
                 "for (heliabuild runner --fvp-target)",
             )
     for line in lines:
-        if _FAILURE.match(line):
+        if _FAILURE.match(line.lstrip(" \t")):
             return FvpError(f"{source}: the runner failed: {_shown(line)}")
     return None
 
@@ -162,7 +162,7 @@ def read_log(run: Any, source: str, endings: tuple[str, ...] = ENDINGS) -> UartL
             hint="raise the time limit (heliabuild runner --fvp-timelimit), or run a smaller model",
         )
     firmware, eot, _ = console.partition(EOT)
-    lines = [line.strip(" \t\r") for line in firmware.split("\n")]
+    lines = [line.removesuffix("\r") for line in firmware.split("\n")]
     failure = _failure(lines, source)
     if failure is not None:
         raise failure
@@ -177,14 +177,14 @@ def read_log(run: Any, source: str, endings: tuple[str, ...] = ENDINGS) -> UartL
         )
     ending = _ending(firmware, text, endings, source, console)
     codes = [int(match.group(1)) for match in _EXIT_CODE.finditer(text)]
-    if ending == MLEK and MLEK_COMPLETED not in lines:
+    if ending == MLEK and not any(line.strip() == MLEK_COMPLETED for line in lines):
         raise UnreadLog(f"{source}: the runner ended without reporting {MLEK_COMPLETED!r}", console)
     if run.exit_status not in (0, None):
         raise FvpError(
             f"{source}: the FVP exited with status {run.exit_status} after a complete log; a run whose FVP fails "
             "is not published (MLIA fails it too)"
         )
-    overflowed = tuple(match.group(1) for line in lines if (match := _OVERFLOW.match(line)) is not None)
+    overflowed = tuple(match.group(1) for line in lines if (match := _OVERFLOW.match(line.strip())) is not None)
     return UartLog(
         ending=ending,
         text=text,
@@ -226,7 +226,9 @@ def read_job(run: Any, npu: str, source: str) -> JobCounters:
         raise FvpError(f"{source}: the runner ended with application exit code {log.exit_code}")
     blocks = _METRICS.findall(log.text)
     if log.ending == MLEK:
-        blocks = [block for line in log.lines if line.startswith("INFO - ") for block in _METRICS.findall(line)]
+        blocks = [
+            block for line in log.lines if line.lstrip().startswith("INFO - ") for block in _METRICS.findall(line)
+        ]
     if not blocks:
         raise UnreadLog(f"{source}: the runner ended but printed no 'INFO - <metrics>...</metrics>' line", run.console)
     if len(blocks) != 1:
