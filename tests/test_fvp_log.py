@@ -254,6 +254,17 @@ def test_the_fake_fvp_without_shutdown_on_eot_runs_on_to_its_time_limit(tmp_path
         read_job(_run(console), "ethos-u55", "job")
 
 
+@pytest.mark.parametrize(
+    "filler", ["<metrics>", "Info: Simulation is stopping. Reason: ", "E: E: x", "WARN - Overflow detected for "]
+)
+def test_a_hostile_log_of_repeated_markers_is_read_in_one_pass(filler: str) -> None:
+    """Two MiB of one marker on one line (an FVP's output bound is 16 MiB): read and refused, not matched again
+    and again from every opening."""
+    console = filler * ((2 << 20) // len(filler)) + "\r\n\x04"
+    with pytest.raises(FvpError):
+        read_job(_run(console), "ethos-u55", "job")
+
+
 def test_the_aot_ending_is_core_platform_only() -> None:
     with pytest.raises(UnreadLog, match=r"not core-platform's 'Application exit code: N\.'$"):
         read_log(_run(_good()), "job", endings=("core-platform",))

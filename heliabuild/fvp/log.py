@@ -69,9 +69,8 @@ MLEK_LAST_LINE = "INFO - program terminating..."
 MLEK_COMPLETED = "INFO - Inference completed."
 FAILURE_PREFIXES = ("ERROR - ", "E [ExecuTorch:", "TFLM - Failed to", "TFLM - Didn't find op for")
 
-_STOPPING = re.compile(r"Simulation is stopping\. Reason: (.*?) has been exceeded")
+_STOPPING = re.compile(r"Simulation is stopping\. Reason: ([^\n]{1,80}?) has been exceeded")
 _EXIT_CODE = re.compile(r"^Application exit code: (-?[0-9]+)\.$", re.MULTILINE)
-_METRICS = re.compile(r"<metrics>(.*?)</metrics>", re.DOTALL)
 _LEVELS = r"(?:(?:INFO|WARN|DEBUG) - |E: )*"
 _FAILURE = re.compile(_LEVELS + r"(?:" + "|".join(re.escape(p) for p in FAILURE_PREFIXES) + r"|E: \S+:\d+: )")
 _MISMATCH = re.compile(r"E: \S+:\d+: NPU config mismatch\. npu\.(\w+)=(\S+), optimizer\.\1=(\S+?)\.?$")
@@ -224,11 +223,9 @@ def read_job(run: Any, npu: str, source: str) -> JobCounters:
     log = read_log(run, source)
     if log.exit_code not in (0, None):
         raise FvpError(f"{source}: the runner ended with application exit code {log.exit_code}")
-    blocks = _METRICS.findall(log.text)
+    blocks = _blocks(log.text)
     if log.ending == MLEK:
-        blocks = [
-            block for line in log.lines if line.lstrip().startswith("INFO - ") for block in _METRICS.findall(line)
-        ]
+        blocks = [block for line in log.lines if line.lstrip().startswith("INFO - ") for block in _blocks(line)]
     if not blocks:
         raise UnreadLog(f"{source}: the runner ended but printed no 'INFO - <metrics>...</metrics>' line", run.console)
     if len(blocks) != 1:
@@ -237,6 +234,20 @@ def read_job(run: Any, npu: str, source: str) -> JobCounters:
             "command stream, so exactly one is expected"
         )
     return counters_of(_metrics(blocks[0], source, run.console), npu, source, log.overflowed, run.console)
+
+
+def _blocks(text: str) -> list[str]:
+    """The text of each `<metrics>...</metrics>` block in `text`, found in one pass (a hostile log of many
+    openings costs its length, not its length squared)."""
+    blocks = []
+    start = text.find("<metrics>")
+    while start >= 0:
+        end = text.find("</metrics>", start)
+        if end < 0:
+            break
+        blocks.append(text[start + len("<metrics>") : end])
+        start = text.find("<metrics>", end)
+    return blocks
 
 
 def _metrics(block: str, source: str, console: str) -> dict[str, int]:
