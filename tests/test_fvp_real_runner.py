@@ -2,11 +2,16 @@
 
 The Corstone-300 runners (MLEK 25.12.0) boot on QEMU's mps3-an547 (Corstone-300's CPU, memory map and UART0, but
 no Ethos-U) and stop at the NPU's absence: real firmware output, which the reader must classify as the runner's
-own failure. And every line the FAKE FVP (tests/helpers/fake_fvp.py) says comes from the AXF is looked for in
+own failure. Their machine code shows how every runner ends (EOT, then the exit code's byte) and that it writes
+CRLF. And every line the FAKE FVP (tests/helpers/fake_fvp.py) says comes from the AXF is looked for in
 the AXF's bytes, so the double cannot drift from the firmware it copies. No FVP runs here.
 """
 
 from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import require_firmware_tools, require_prebuilt_runner
@@ -93,3 +98,33 @@ def test_the_fake_fvp_prints_strings_of_the_shipped_axf(target: object) -> None:
     ]
     missing = [text for text in strings if not any(b"\0" + text.encode() + end in data for end in (b"\0", b"\n\0"))]
     assert missing == []
+
+
+def _disassembly(axf: Path, function: str) -> str:
+    run = subprocess.run(
+        ["arm-none-eabi-objdump", "-d", f"--disassemble={function}", str(axf)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return run.stdout.split(f"<{function}>:", 1)[1]
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.executable)
+def test_the_runner_ends_with_eot_then_its_code_byte_and_writes_crlf(target: object) -> None:
+    """What the reader assumes of every shipped runner, read from its machine code (arm-none-eabi-objdump):
+    `_exit(code)` sends EOT (`movs r0, #4`, `bl UartPutc`) and then the code's low byte (`uxtb`, `bl UartPutc`),
+    directly or through `UartEndSimulation`; `UartPutc` sends CR (13) before every LF (10)."""
+    require_firmware_tools()
+    axf = prebuilt_runner(target).path  # type: ignore[arg-type]
+    ending = _disassembly(axf, "_exit")
+    if "<UartEndSimulation>" in ending:  # the Debug build calls it; the others inline it
+        ending = _disassembly(axf, "UartEndSimulation")
+    line = r"\n[^\n]*"
+    call = r"bl\s+\S+ <UartPutc>"
+    eot_then_byte = rf"movs\s+r0, #4[^\n]*{line}{call}(?:{line}){{1,3}}?uxtb[^\n]*(?:{line}){{1,2}}?{call}"
+    calls = re.findall(eot_then_byte, ending)
+    assert len(calls) == 1, ending
+    putc = _disassembly(axf, "UartPutc")
+    assert re.search(r"cmp\s+r[0-9], #10\b", putc) and re.search(r"movs\s+r[0-9], #13\b", putc), putc
