@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require_prebuilt_runner
+from helpers.checks import assert_one_line_error
 from helpers.fvp_models import compiled_residual
 
 from heliabuild.api import acquisition_facts, load_result
@@ -404,3 +405,10 @@ def test_the_cli_chain_publishes_verified_bundles_with_and_without_the_code_byte
         assert document["provider_versions"][executable] == "11.27.25"
         shown = cli("show", out)
         assert shown.code == 0 and "segment_traffic_beats.2" in shown.out, shown.err
+    monkeypatch.setenv("FAKE_FVP_SCENARIO", "garbage")  # a log the reader does not know: one error naming it
+    line = assert_one_line_error(
+        cli("run", tmp_path / "runner" / "runner.json", "-o", tmp_path / "failed"), "shows no ending heliabuild reads"
+    )
+    kept = Path(line.rsplit("; the UART log is kept in ", 1)[1])
+    assert kept.is_file() and kept.parent.parent == tmp_path and kept.parent.name.startswith("failed.failed-")
+    assert not (tmp_path / "failed").exists()
