@@ -188,6 +188,10 @@ def test_each_fault_is_one_error_nothing_published_nothing_running(
         (log,) = folder.iterdir()
         assert caught.value.message.endswith(f"; the UART log is kept in {log}")
         assert log.name in {f"segment_{k}.uart.log" for k in range(3)} and log.stat().st_size > 0
+        if scenario == "garbage":  # the bytes the FVP wrote, unmodified (fake_fvp: bytes 5..255, then EOT)
+            assert log.read_bytes().startswith(bytes(range(5, 256)) * 4 + b"\x04\x00")
+        else:
+            assert log.read_bytes().startswith(b"INFO - CPU: Cortex-M55 r0p1\r\n")
     else:
         assert folders == [] and "kept in" not in caught.value.message
 

@@ -37,7 +37,7 @@ def _run(console: bytes) -> QemuRun:
     """A job's run as heliabuild.firmware.qemu.run_bounded makes it of an FVP's stdout (decoded as UTF-8,
     undecodable bytes replaced)."""
     text = console.decode("utf-8", errors="replace")
-    return QemuRun(exit_status=0, console=text, timed_out=False, output_overflow=False, diagnostics="")
+    return QemuRun(exit_status=0, console=text, timed_out=False, output_overflow=False, diagnostics="", output=console)
 
 
 @pytest.mark.parametrize("target", BOOTING, ids=lambda target: target.executable)

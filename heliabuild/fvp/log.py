@@ -80,11 +80,12 @@ _WORDS = {"macs_per_cc": "MACs", "product": "product", "cmd_stream_version": "co
 
 class UnreadLog(FvpError):
     """A UART log that shows no ending heliabuild reads, or no counters where a job needs them: the caller keeps
-    the log (`console`) where the user can read it."""
+    the log (`output`, the bytes the FVP wrote) where the user can read it."""
 
-    def __init__(self, message: str, console: str) -> None:
+    def __init__(self, message: str, run: Any) -> None:
         super().__init__(message)
-        self.console = console
+        text = "" if run is None else run.console
+        self.output: bytes = getattr(run, "output", b"") or text.encode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -172,12 +173,12 @@ def read_log(run: Any, source: str, endings: tuple[str, ...] = ENDINGS) -> UartL
             f"{source}: the UART log holds no EOT (0x04): the firmware did not end (last line "
             f"{_shown(text.rstrip(chr(10)).rsplit(chr(10), 1)[-1])})"
             + (f"; the FVP said {_shown(said[0])}" if said else ""),
-            console,
+            run,
         )
-    ending = _ending(firmware, text, endings, source, console)
+    ending = _ending(firmware, text, endings, source, run)
     codes = [int(match.group(1)) for match in _EXIT_CODE.finditer(text)]
     if ending == MLEK and not any(line.strip() == MLEK_COMPLETED for line in lines):
-        raise UnreadLog(f"{source}: the runner ended without reporting {MLEK_COMPLETED!r}", console)
+        raise UnreadLog(f"{source}: the runner ended without reporting {MLEK_COMPLETED!r}", run)
     if run.exit_status not in (0, None):
         raise FvpError(
             f"{source}: the FVP exited with status {run.exit_status} after a complete log; a run whose FVP fails "
@@ -193,14 +194,14 @@ def read_log(run: Any, source: str, endings: tuple[str, ...] = ENDINGS) -> UartL
     )
 
 
-def _ending(firmware: str, text: str, endings: tuple[str, ...], source: str, console: str) -> str:
+def _ending(firmware: str, text: str, endings: tuple[str, ...], source: str, run: Any) -> str:
     """Which of `endings` the firmware's text before EOT shows; UnreadLog naming what each lacks."""
     codes = _EXIT_CODE.findall(text)
     if CORE_PLATFORM in endings and codes:
         if len(codes) > 1:
             raise FvpError(f"{source}: the UART log reports {len(codes)} application exit codes; expected one")
         if text.rstrip("\n").rsplit("\n", 1)[-1].strip() != f"Application exit code: {codes[0]}.":
-            raise UnreadLog(f"{source}: the firmware wrote after 'Application exit code: {codes[0]}.'", console)
+            raise UnreadLog(f"{source}: the firmware wrote after 'Application exit code: {codes[0]}.'", run)
         return CORE_PLATFORM
     if MLEK in endings and firmware.endswith(MLEK_LAST_LINE + "\r\n"):
         return MLEK
@@ -213,7 +214,7 @@ def _ending(firmware: str, text: str, endings: tuple[str, ...], source: str, con
     raise UnreadLog(
         f"{source}: the UART log shows no ending heliabuild reads: before its EOT is {_shown(last)}, not "
         + " or ".join(wanted),
-        console,
+        run,
     )
 
 
@@ -227,13 +228,13 @@ def read_job(run: Any, npu: str, source: str) -> JobCounters:
     if log.ending == MLEK:
         blocks = [block for line in log.lines if line.lstrip().startswith("INFO - ") for block in _blocks(line)]
     if not blocks:
-        raise UnreadLog(f"{source}: the runner ended but printed no 'INFO - <metrics>...</metrics>' line", run.console)
+        raise UnreadLog(f"{source}: the runner ended but printed no 'INFO - <metrics>...</metrics>' line", run)
     if len(blocks) != 1:
         raise FvpError(
             f"{source}: the UART log holds {len(blocks)} <metrics> blocks; one job runs one inference of one "
             "command stream, so exactly one is expected"
         )
-    return counters_of(_metrics(blocks[0], source, run.console), npu, source, log.overflowed, run.console)
+    return counters_of(_metrics(blocks[0], source, run), npu, source, log.overflowed, run)
 
 
 def _blocks(text: str) -> list[str]:
@@ -250,36 +251,36 @@ def _blocks(text: str) -> list[str]:
     return blocks
 
 
-def _metrics(block: str, source: str, console: str) -> dict[str, int]:
+def _metrics(block: str, source: str, run: Any) -> dict[str, int]:
     from heliabuild.documents import parse_json
 
     text = "".join(block.split())
     if len(text) > MAX_METRICS_BYTES:
-        raise UnreadLog(f"{source}: <metrics> holds {len(text)} characters, more than {MAX_METRICS_BYTES}", console)
+        raise UnreadLog(f"{source}: <metrics> holds {len(text)} characters, more than {MAX_METRICS_BYTES}", run)
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
-        raise UnreadLog(f"{source}: <metrics> is not base64", console) from None
+        raise UnreadLog(f"{source}: <metrics> is not base64", run) from None
     try:
         document = parse_json(raw, source, "<metrics>", error=FvpError)
     except HeliaError as error:
         found = _out_of_range(raw)
         if found is not None:
             raise FvpError(_not_a_count(source, *found)) from None
-        raise UnreadLog(error.message, console) from None
+        raise UnreadLog(error.message, run) from None
     metrics: dict[str, int] = {}
     if not isinstance(document, list):
-        raise UnreadLog(f"{source}: <metrics>: expected a list of profiling groups", console)
+        raise UnreadLog(f"{source}: <metrics>: expected a list of profiling groups", run)
     for number, group in enumerate(document):
         samples = group.get("samples") if isinstance(group, dict) else None
         if not isinstance(samples, list):
-            raise UnreadLog(f"{source}: <metrics>[{number}].samples: missing; expected a list of counters", console)
+            raise UnreadLog(f"{source}: <metrics>[{number}].samples: missing; expected a list of counters", run)
         for entry in samples:
             name = entry.get("name") if isinstance(entry, dict) else None
             values = entry.get("value") if isinstance(entry, dict) else None
             if not isinstance(name, str) or not isinstance(values, list) or len(values) != 1:
                 raise UnreadLog(
-                    f"{source}: <metrics>[{number}]: a counter is not {{name, value: [n]}}: {entry!r:.200}", console
+                    f"{source}: <metrics>[{number}]: a counter is not {{name, value: [n]}}: {entry!r:.200}", run
                 )
             value = values[0]
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < COUNTER_LIMIT:
@@ -315,7 +316,7 @@ def _out_of_range(raw: bytes) -> tuple[str, str] | None:
 
 
 def counters_of(
-    metrics: dict[str, int], npu: str, source: str, overflowed: tuple[str, ...] = (), console: str = ""
+    metrics: dict[str, int], npu: str, source: str, overflowed: tuple[str, ...] = (), run: Any = None
 ) -> JobCounters:
     """The JobCounters of one job's `metrics` on an `npu` FVP, `overflowed` naming the counters the runner
     warned about (module docstring); FvpError for a missing or contradictory counter."""
@@ -325,7 +326,7 @@ def counters_of(
         raise UnreadLog(
             f"{source}: <metrics> lacks {', '.join(missing)}; the {npu} runner reports "
             f"{', '.join(required)}: nothing is published",
-            console,
+            run,
         )
     if overflowed:
         return JobCounters(cycles=None, traffic_beats=None, overflow=True, metrics=dict(metrics))

@@ -257,7 +257,7 @@ def keep_log(error: Any, result_dir: Path | None, job: str) -> FvpError:
     """The FvpError to raise for `error` (a heliabuild.fvp.log.UnreadLog: a log its reader does not know), after
     keeping the job's UART log in the failed run's own folder: a new folder beside `result_dir` named
     `<result>.failed-<random>` (created for this run, so no file of the user's is touched), the log in it as
-    `<job>.uart.log` (as decoded: UTF-8, undecodable bytes replaced). The message names the file."""
+    `<job>.uart.log`, the bytes the FVP wrote. The message names the file."""
     if result_dir is None:
         return FvpError(error.message, hint=error.hint)
     parent = result_dir.parent
@@ -265,7 +265,7 @@ def keep_log(error: Any, result_dir: Path | None, job: str) -> FvpError:
         parent.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f"{result_dir.name}.failed-", dir=parent))
         path = folder / f"{job}.uart.log"
-        path.write_bytes(error.console.encode("utf-8", errors="replace"))
+        path.write_bytes(error.output)
     except OSError as failure:
         return FvpError(f"{error.message} (the UART log could not be kept: {failure.strerror})", hint=error.hint)
     return FvpError(f"{error.message}; the UART log is kept in {path}", hint=error.hint)

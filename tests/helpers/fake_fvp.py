@@ -277,7 +277,7 @@ def main():
         if scenario == "exit-1":
             sys.exit(1)
     elif scenario == "garbage":
-        out.write(bytes(range(5, 256)) * 4 + EOT)
+        out.write(bytes(range(5, 256)) * 4)
         end(out, name, shutdown, timelimit)
     elif scenario == "no-eot":
         out.write(uart(boot))
