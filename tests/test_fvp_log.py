@@ -162,6 +162,31 @@ def test_the_mismatch_line_is_named_in_words() -> None:
     product = MISMATCH.replace("macs_per_cc={npu}", "product={npu}").replace("macs_per_cc={model}", "product={model}")
     with pytest.raises(FvpError, match="compiled for product 1, the FVP's NPU has 2"):
         read_job(_run(_mlek(product.format(npu=2, model=1), INVOKE_FAILED)), "ethos-u55", "job")
+    axi = "E: ethosu_driver.c:9: NPU config mismatch. npu.num_axi_ext=1, optimizer.num_axi_ext=2"  # issue 19's list
+    with pytest.raises(FvpError, match="compiled for 2 AXI external ports, the FVP's NPU has 1"):
+        read_job(_run(_mlek(axi, INVOKE_FAILED)), "ethos-u85", "job")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    junk=st.binary(max_size=3000),
+    cut=st.tuples(st.integers(0, 2000), st.integers(0, 2000)),
+    exit_status=st.sampled_from([0, 1, None]),
+)
+def test_any_bytes_are_one_fvp_error_or_counters(junk: bytes, cut: tuple[int, int], exit_status: int | None) -> None:
+    """Whatever bytes an FVP writes (a good log with any stretch replaced by any bytes, or bytes alone), the
+    reader gives counters or one FvpError, never another exception."""
+    good = _good().encode()
+    start, end = sorted(cut)
+    data = good[:start] + junk + good[end:]
+    console = data.decode("utf-8", errors="replace")
+    run = QemuRun(
+        exit_status=exit_status, console=console, timed_out=False, output_overflow=False, diagnostics="", output=data
+    )
+    try:
+        read_job(run, "ethos-u55", "job")
+    except FvpError as error:
+        assert error.message.startswith("job: ") and "\n" not in error.message
 
 
 @pytest.mark.parametrize(

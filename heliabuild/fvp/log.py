@@ -75,7 +75,13 @@ _LEVELS = r"(?:(?:INFO|WARN|DEBUG) - |E: )*"
 _FAILURE = re.compile(_LEVELS + r"(?:" + "|".join(re.escape(p) for p in FAILURE_PREFIXES) + r"|E: \S+:\d+: )")
 _MISMATCH = re.compile(r"E: \S+:\d+: NPU config mismatch\. npu\.(\w+)=(\S+), optimizer\.\1=(\S+?)\.?$")
 _OVERFLOW = re.compile(r"(?:(?:INFO|DEBUG) - )*WARN - (?:Counter o|O)verflow detected for (.+?)\.?$")
-_WORDS = {"macs_per_cc": "MACs", "product": "product", "cmd_stream_version": "command stream version"}
+_WORDS = {
+    "product": "product",
+    "cmd_stream_version": "command stream version",
+    "custom_dma": "custom DMA",
+    "num_axi_sram": "AXI SRAM ports",
+    "num_axi_ext": "AXI external ports",
+}
 
 
 class UnreadLog(FvpError):
@@ -127,6 +133,8 @@ def _mismatch(line: str) -> str | None:
         said = f"compiled for {optimizer} MACs, the FVP has {npu}"
     else:
         said = f"compiled for {words} {optimizer}, the FVP's NPU has {npu}"
+    if field.startswith("num_"):
+        said = f"compiled for {optimizer} {words}, the FVP's NPU has {npu}"
     return f"the Ethos-U driver refused the command stream: NPU config mismatch, {said} ({_shown(line)})"
 
 
