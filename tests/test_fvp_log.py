@@ -16,6 +16,7 @@ from helpers.fake_fvp import (
     FAILED,
     INVOKE_FAILED,
     MISMATCH,
+    QEMU_BOOT,
     RESULTS,
     STOPPED,
     TERMINATING,
@@ -65,7 +66,7 @@ def _run(console: str, exit_status: int | None = 0, **flags: bool) -> QemuRun:
 def _mlek(*body: str, code: str = "\x00") -> str:
     """The prebuilt runner's log (fake_fvp's fixture lines, each naming its source): the boot, `body`, the final
     results, `INFO - program terminating...` in CRLF, EOT, the code byte, then the FVP's stop line."""
-    boot = [line.format(macs=128, size=64) for line in BOOT]
+    boot = [*QEMU_BOOT["u55"], *(line.format(macs=128, size=64) for line in BOOT)]
     return uart([*boot, *body, *RESULTS, TERMINATING]).decode() + "\x04" + code + FVP_STOP
 
 
