@@ -21,8 +21,8 @@ Vela's compiled model from its AOT plan (its `ethos-u` operators become Ethos-U 
 Vela's OfflineMemoryAllocation), compiles the frozen policy in and links it with the firmware library of target
 `corstone300` and the driver named by `HELIA_ETHOSU_DRIVER_DIR` (heliabuild.firmware.driver: no driver folder,
 or one lacking what the build needs, is one error naming what is missing, before anything is compiled).
-`measure_aot` runs the ELF in one job with the full lifecycle (warmups, carry): the UART log is read as for the
-prebuilt runner (heliabuild.fvp.log.read_log), then its record stream is checked against the frozen runner
+`measure_aot` runs the ELF in one job with the full lifecycle (warmups, carry): the UART log is read by
+core-platform's ending (heliabuild.fvp.log.read_log), then its record stream is checked against the frozen runner
 (heliabuild.firmware.protocol.read_stream), the outputs are compared with LiteRT's reference kernels, and each
 segment's PMU counts become the sample's figures (heliabuild.fvp.aot_firmware.sample_figures).
 
