@@ -181,6 +181,34 @@ def test_bad_checksum_is_one_clear_error_with_nothing_published(
     assert not (tmp_path / "result").exists()
 
 
+@pytest.mark.parametrize(
+    ("scenario", "message", "kept"),
+    [
+        ("exit-1", "the FVP exited with status 1 after a complete log", False),
+        ("cut", "the UART log holds no EOT (0x04): the firmware did not end", True),
+    ],
+)
+def test_a_failed_aot_job_is_one_error_with_nothing_published(
+    tmp_path: Path,
+    built: tuple[Path, Path],
+    replaying: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    scenario: str,
+    message: str,
+    kept: bool,
+) -> None:
+    monkeypatch.setenv("FAKE_FVP_SCENARIO", scenario)
+    with pytest.raises(FvpError) as caught:
+        run_runner(built[0], tmp_path / "result")
+    assert message in caught.value.message and "\n" not in caught.value.message
+    assert not (tmp_path / "result").exists()
+    logs = list(tmp_path.glob("result.failed-*/firmware.uart.log"))
+    assert len(logs) == int(kept)
+    if kept:
+        assert caught.value.message.endswith(f"; the UART log is kept in {logs[0]}")
+        assert logs[0].read_bytes().startswith(b"@hb1 0 begin ")
+
+
 def _rewritten(records: Path, seq: int, fields: list[int], out: Path) -> Path:
     """`records` with record `seq`'s integer fields replaced by `fields`, its checksum made right again."""
     lines = records.read_text().splitlines()

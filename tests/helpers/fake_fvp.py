@@ -33,7 +33,8 @@ without `--data` (the firmware holds its model), and the UART output it replays 
 file (the tests capture it from the real firmware, linked with a test double of the Ethos-U driver, on QEMU),
 then the core-platform ending, `Application exit code: 0.`, EOT and `EXITTHESIM`, as heliabuild's
 firmware/c/corstone300/uart.c writes it. Scenario `bad-checksum` replays the stream with one record's checksum
-changed.
+changed, `exit-1` the whole stream and its ending before the FVP exits 1, `cut` the stream cut short by an FVP
+that dies.
 
 The counters are made up from the model file: NPU ACTIVE is its size in bytes, the beats fixed fractions of
 it, so a test computes what a good run must publish. `--version` prints what an FVP prints (facts file:
@@ -228,12 +229,18 @@ def replay_records(argv, name, records):
         line = lines[1]
         flipped = "0" if line[-1] != "0" else "1"
         lines[1] = line[:-1] + flipped
-    elif scenario != "good":
+    elif scenario not in ("good", "exit-1", "cut"):
         refuse(f"unknown FAKE_FVP_SCENARIO {scenario!r} for the AOT firmware")
     out = sys.stdout.buffer
+    if scenario == "cut":  # the FVP dies within the record stream
+        out.write(("\n".join(lines[:2]) + "\n" + lines[2][:10]).encode())
+        out.flush()
+        sys.exit(139)
     # heliabuild's firmware/c/corstone300/uart.c: the records, `Application exit code: 0.`, EOT, `EXITTHESIM`
     out.write(("\n".join(lines) + "\nApplication exit code: 0.\n").encode())
     end(out, name, shutdown, timelimit, code=b"EXITTHESIM\n")
+    if scenario == "exit-1":
+        sys.exit(1)
 
 
 def main():
