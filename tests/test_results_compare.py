@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from helpers.checks import assert_one_line_error
 
+from heliabuild.cli import EXIT_REGRESSION
 from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.model import save_model
 from heliabuild.results.bundle import Sample, signatures_of, write_bundle
@@ -158,7 +159,7 @@ def test_deltas_percent_and_max_regression(cli, tmp_path: Path) -> None:
     base = hand_made(tmp_path / "base", [0.001, 0.001, 0.001])
     slower = hand_made(tmp_path / "slower", [0.0012, 0.0012, 0.0012])
     result = cli("compare", base, slower, "--max-regression", "10")
-    assert result.code == 1, result.err
+    assert result.code == EXIT_REGRESSION == 4, result.err
     assert "  latency_s  0.001        0.0012      +0.0002  +20.00%  0 (0.0%)     0 (0.0%)" in result.out
     assert result.out.endswith("1 figure(s) regress by more than 10%:\n  latency_s: +20.00%\n")
     within = cli("compare", base, slower, "--max-regression", "25")
@@ -169,7 +170,7 @@ def test_deltas_percent_and_max_regression(cli, tmp_path: Path) -> None:
     grown = [dict(SEGMENTS[0], estimated_cycles=1200), SEGMENTS[1]]
     estimate = hand_made(tmp_path / "estimate", [0.001, 0.001, 0.001], segments=grown)
     regressed = cli("compare", base, estimate, "--max-regression", "10", "--format", "json")
-    assert regressed.code == 1
+    assert regressed.code == EXIT_REGRESSION
     names = [pair["name"] for pair in json.loads(regressed.out)["regressions"]]
     assert names == ["ops 0..3", "total"]
 
