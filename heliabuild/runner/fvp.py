@@ -61,6 +61,7 @@ SEGMENT_FILE = "segment_{index}.tflite"
 """A segment sub-model's name in the run's private temporary folder."""
 SCOPES = {
     "cycles": COUNTER_SCOPE,
+    "traffic_beats": COUNTER_SCOPE,
     "instructions": None,
     "latency_s": None,
     "segment_latency_s": None,
