@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from heliabuild.errors import RunnerError, VerificationError
+from heliabuild.results.verdict import reference_text
 
 REFERENCE = "litert"
 REFERENCE_KERNELS = "BUILTIN_REF"
@@ -30,11 +31,6 @@ REFERENCE_KERNELS = "BUILTIN_REF"
 HOST_RESOLVER = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
 """The op resolver of the litert backend (heliabuild.runner.litert.OP_RESOLVER): LiteRT's default kernels."""
 RESOLVERS = (REFERENCE_KERNELS, HOST_RESOLVER)
-RESOLVER_TEXT = {
-    REFERENCE_KERNELS: "LiteRT reference kernels (BUILTIN_REF)",
-    HOST_RESOLVER: "LiteRT default kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES)",
-}
-"""How `show` and the error messages name each resolver."""
 
 
 def reference_resolver(backend: str) -> str:
@@ -220,7 +216,7 @@ def outputs_finite(reference: Sequence[ReferenceOutput], measured: Sequence[byte
 
 def verification_failure(runner: Any, sample: int, check: OutputCheck, verification: Mapping[str, Any]) -> str:
     """The message of a run refused by its policy's verification bound."""
-    against = RESOLVER_TEXT.get(verification["resolver"], verification["resolver"])
+    against = reference_text(verification)
     if check.max_abs_diff is None:
         found = f"without bound (a NaN or an infinity against another value) in {check.unbounded} of its"
     else:
