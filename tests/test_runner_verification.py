@@ -267,3 +267,107 @@ def test_the_reference_kernels_are_an_explicit_choice_on_litert_and_differ_from_
     assert bounded.code == EXIT_VERIFICATION, bounded.err
     assert "differs from LiteRT reference kernels (BUILTIN_REF) by " in bounded.err
     assert not (tmp_path / "bounded" / "result").exists()
+
+
+def test_nan_outputs_on_both_sides_publish_on_litert(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = tmp_path / "div.tflite"
+    assert cli("synth", "div_f32", "-o", model).code == 0
+    ran = _litert_run(cli, model, tmp_path, "{}")
+    assert ran.code == 0, ran.err
+    (sample,) = json.loads((tmp_path / "result" / "result.json").read_text())["measurements"]["samples"]
+    assert [(c["max_abs_diff"], c["differing_elements"]) for c in sample["verification"]] == [(0.0, 0)]
+    assert sample["sanity"]["outputs_finite"] is False
+
+
+def _run_on_the_fake_fvp(cli, folder: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`heliabuild run` of the AOT runner in `folder`/runner, the FAKE FVP replaying the record stream its firmware
+    writes on real QEMU (the Corstone-300 CPU and memory map)."""
+    from helpers.qemu_uart import uart_until_eot
+
+    records = folder / "uart.txt"
+    records.write_text(uart_until_eot(folder / "runner" / "fvp" / "firmware.elf"), encoding="ascii")
+    monkeypatch.setenv("FAKE_FVP_RECORDS", str(records))
+    return cli("run", folder / "runner" / "runner.json", "-o", folder / "result")
+
+
+def test_nan_outputs_on_both_sides_publish_on_the_aot_fvp_firmware_fake_fvp(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, firmware_library: Path, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """div_f32 through Vela (DIV stays a CPU operator, so heliabuild's own kernel computes it in the AOT firmware,
+    linked against the TEST DOUBLE of the Ethos-U driver); the firmware's record stream is captured on real QEMU
+    and replayed by the FAKE FVP. 0/0 is NaN on both sides: equal, and published."""
+    require_firmware_tools()
+    monkeypatch.setenv("HELIA_FIRMWARE_CACHE", str(firmware_library.parent.parent))
+    driver = Path(__file__).parent / "helpers" / "ethosu_driver_test_double"
+    model = tmp_path / "div.tflite"
+    assert cli("synth", "div_f32", "-o", model).code == 0
+    assert cli("vela", model, "-o", tmp_path / "vela").code == 0
+    compiled = tmp_path / "vela" / "div_vela.tflite"
+    assert cli("aot-plan", compiled, "--platform", "corstone300_ethos_u55", "-o", tmp_path / "plan").code == 0
+    built = cli(
+        "runner", "--model", model, "--vela-model", compiled, "--segments", tmp_path / "vela" / "div_segments.json",
+        "--aot-plan", tmp_path / "plan" / "div_plan.json", "--backend", "fvp", "--fvp-firmware", "aot",
+        "--ethosu-driver-dir", driver, "-o", tmp_path / "runner",
+    )  # fmt: skip
+    assert built.code == 0, built.err
+    ran = _run_on_the_fake_fvp(cli, tmp_path, monkeypatch)
+    assert ran.code == 0, ran.err
+    document = json.loads((tmp_path / "result" / "result.json").read_text())
+    (sample,) = document["measurements"]["samples"]
+    assert [(c["max_abs_diff"], c["differing_elements"]) for c in sample["verification"]] == [(0.0, 0)]
+    assert document["run_identity"]["policy"]["verification"]["max_abs_diff"] is None  # the fvp default: recorded
+
+
+@pytest.mark.parametrize("bound", [None, 0], ids=["default-recorded", "bound-refuses"])
+def test_the_aot_fvp_firmware_records_the_difference_unless_the_policy_bounds_it_fake_fvp(  # type: ignore[no-untyped-def]
+    cli,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    firmware_library: Path,
+    fake_fvp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bound: int | None,
+) -> None:
+    """The residual network's command streams on the AOT firmware linked against the TEST DOUBLE of the Ethos-U
+    driver (which computes nothing the NPU would), its record stream captured on real QEMU and replayed by the
+    FAKE FVP: where the NPU computes, the difference is recorded by default, and refused (exit 3) only under the
+    policy's bound."""
+    from test_fvp_backend import _compiled
+
+    require_firmware_tools()
+    monkeypatch.setenv("HELIA_FIRMWARE_CACHE", str(firmware_library.parent.parent))
+    inputs = _compiled(tmp_path_factory, "ethos-u55-128")
+    plan = tmp_path / "plan"
+    assert (
+        cli("aot-plan", inputs["vela"], "--prefix", "model", "--platform", "corstone300_ethos_u55", "-o", plan).code
+        == 0
+    )
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "defaults:\n  fvp: {}\n"
+        if bound is None
+        else f"defaults:\n  fvp:\n    verification: {{max_abs_diff: {bound}}}\n"
+    )
+    built = cli(
+        "runner", "--model", inputs["model"], "--sidecar", inputs["sidecar"], "--vela-model", inputs["vela"],
+        "--segments", inputs["segments"], "--aot-plan", plan / "model_plan.json", "--backend", "fvp",
+        "--fvp-firmware", "aot", "--ethosu-driver-dir", Path(__file__).parent / "helpers" / "ethosu_driver_test_double",
+        "--policy", policy, "-o", tmp_path / "runner",
+    )  # fmt: skip
+    assert built.code == 0, built.err
+    ran = _run_on_the_fake_fvp(cli, tmp_path, monkeypatch)
+    if bound is None:
+        assert ran.code == 0, ran.err
+        (sample,) = load_result(tmp_path / "result").samples
+        ((check),) = sample.verification or []
+        assert check["differing_elements"] > 0 and check["max_abs_diff"] > 0
+        shown = cli("show", tmp_path / "result").out
+        assert (
+            f"outputs differ from LiteRT reference kernels (BUILTIN_REF): largest difference {check['max_abs_diff']}"
+            in shown
+        )
+        assert "(no bound, recorded)" in shown
+    else:
+        assert ran.code == EXIT_VERIFICATION, ran.err
+        assert "more than the policy's verification.max_abs_diff 0; nothing is published" in ran.err
+        assert not (tmp_path / "result").exists()
