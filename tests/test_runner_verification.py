@@ -316,6 +316,7 @@ def test_nan_outputs_on_both_sides_publish_on_the_aot_fvp_firmware_fake_fvp(  # 
     (sample,) = document["measurements"]["samples"]
     assert [(c["max_abs_diff"], c["differing_elements"]) for c in sample["verification"]] == [(0.0, 0)]
     assert document["run_identity"]["policy"]["verification"]["max_abs_diff"] is None  # the fvp default: recorded
+    assert sample["sanity"]["outputs_finite"] is False  # read from the outputs, which are NaN
 
 
 @pytest.mark.parametrize("bound", [None, 0], ids=["default-recorded", "bound-refuses"])

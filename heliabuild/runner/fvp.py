@@ -471,7 +471,7 @@ def measure_aot(runner: Any, command: list[str], bound_s: float, source: str) ->
     from heliabuild.firmware.protocol import read_stream, stream_failure
     from heliabuild.fvp.launch import run_job
     from heliabuild.fvp.log import read_log
-    from heliabuild.runner.qemu import expectation_of, verify_samples
+    from heliabuild.runner.qemu import expectation_of, verified_samples
 
     firmware = runner.document["fvp"]["firmware"]
     vela_sha256 = runner.document["inputs"]["vela_model"]["sha256"]
@@ -480,12 +480,15 @@ def measure_aot(runner: Any, command: list[str], bound_s: float, source: str) ->
     if code != 0:
         raise FvpError(stream_failure(log, code, source))
     run = read_stream(log, expectation, source)
-    checks = verify_samples(runner, run, expectation, fills)
+    verified = verified_samples(runner, run, expectation, fills)
+    figures = [sample_figures(sample.segment_counters) for sample in run.samples]
+    for figure, (_, finite) in zip(figures, verified, strict=True):
+        figure["sanity"] = {**figure["sanity"], "outputs_finite": finite}  # read from the outputs' bytes
     return AotMeasurement(
         state=run.receipt.state,
         warmup_invokes=run.receipt.warmup_invokes,
         measured_invokes=run.receipt.measured_invokes,
-        figures=[sample_figures(sample.segment_counters) for sample in run.samples],
+        figures=figures,
         outputs=[list(sample.outputs) for sample in run.samples],
-        verification=checks,
+        verification=[checks for checks, _ in verified],
     )

@@ -207,17 +207,12 @@ def expectation_of(runner: Any, firmware: dict[str, Any], model_sha256: str, npu
     return expectation, fills
 
 
-def verify_samples(runner: Any, run: Any, expectation: Any, fills: list[bytes | None]) -> list[list[dict[str, Any]]]:
-    """Each sample's outputs of the verified `run` compared with LiteRT on the unfenced model through the same
-    invokes, as the runner's `policy.verification` says (heliabuild.runner.verification); VerificationError
-    above its bound."""
-    return [checks for checks, _ in verified_samples(runner, run, expectation, fills)]
-
-
 def verified_samples(
     runner: Any, run: Any, expectation: Any, fills: list[bytes | None]
 ) -> list[tuple[list[dict[str, Any]], bool]]:
-    """verify_samples, with whether each sample's floating outputs are all finite."""
+    """Each sample's outputs of the verified `run` compared with LiteRT on the unfenced model through the same
+    invokes, as the runner's `policy.verification` says (heliabuild.runner.verification), and whether its
+    floating outputs are all finite; VerificationError above the bound."""
     from heliabuild.runner.verification import (
         check_sample,
         compare_outputs,
