@@ -24,7 +24,7 @@ def test_facts_of_an_interpreter_run_with_warmups(tmp_path: Path) -> None:
     assert (facts.state, facts.warmup_invokes, facts.measured_invokes) == ("carry", 1, 3)
     assert facts.initialization == "interpreter_allocate_and_first_invoke" and facts.call_once_present is True
     assert facts.first_invoke_initializer is True and facts.first_invoke_window == "warmup"
-    assert facts.instance_boundary == "boot" and facts.counter_scope == "vela_estimate"
+    assert facts.instance_boundary == "boot" and facts.counter_scope is None  # the host counts nothing
     assert facts.cpu_timing_scope == "invoke_only" and facts.timing_scope == "invoke_only"
 
 
@@ -73,7 +73,7 @@ def test_portable_view(tmp_path: Path) -> None:
     extension = view["extensions"]["helia-estimator"]
     assert extension["statistics"] == result.document["measurements"]["statistics"]
     acquisition = extension["acquisition"]
-    assert acquisition["state"] == "carry" and acquisition["counter_scope"] == "vela_estimate"
+    assert acquisition["state"] == "carry" and acquisition["counter_scope"] is None
     receipt_ref = acquisition["evidence"]["receipt"]
     assert receipt_ref["path"] == "artifacts/acquisition.json"
     assert receipt_ref["sha256"] == result.manifest["artifacts/acquisition.json"]

@@ -178,7 +178,11 @@ def test_a_qemu_bundle_whose_scopes_were_edited_to_name_the_cycles_is_refused_on
 
 
 def test_a_qemu_bundle_is_accepted_as_written(qemu_bundle: Path) -> None:
+    from heliabuild.api import acquisition_facts
+
     result = load_result(qemu_bundle)
+    facts = acquisition_facts(result)
+    assert facts is not None and facts.counter_scope == "qemu_icount"  # what QEMU counts, not NPU callbacks
     document = json.loads((qemu_bundle / "result.json").read_text())
     assert document["scopes"]["instructions"] == "qemu_icount"
     assert all(s.cycles is None and s.latency_s is None and s.instructions is not None for s in result.samples)
