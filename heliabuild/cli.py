@@ -311,6 +311,7 @@ def _command_run(args: argparse.Namespace) -> int:
     before the bundle is published, and an earlier bundle at RESULT_DIR is kept as RESULT_DIR.previous."""
     from heliabuild.results.bundle import check_publish_target, previous_path
     from heliabuild.results.reader import load_result
+    from heliabuild.results.verdict import input_source, verdict
     from heliabuild.runner.lifecycle import run_runner
 
     runner_folder = args.runner if args.runner.is_dir() else args.runner.parent
@@ -327,6 +328,11 @@ def _command_run(args: argparse.Namespace) -> int:
         print(
             f"heliabuild: {args.command} receipt: {receipt.state}, {receipt.warmup_invokes} warmup, "
             f"{receipt.measured_invokes} measured"
+        )
+        identity = result.document["run_identity"]
+        print(
+            f"heliabuild: {args.command} verification: {verdict(identity, result.samples).text()}; "
+            f"inputs: {input_source(identity)}"
         )
     return 0
 

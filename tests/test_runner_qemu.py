@@ -73,7 +73,11 @@ def test_runner_and_run_on_qemu_publish_instruction_counts_and_a_verified_compar
     assert document["policy"]["warmup_invokes"] == 1 and document["policy"]["measured_invokes"] == 3
     ran = cli("run", tmp_path / "runner" / "runner.json", "-o", tmp_path / "result")
     assert ran.code == 0, ran.err
-    assert ran.out.splitlines()[-1] == "heliabuild: run receipt: carry, 1 warmup, 3 measured"
+    assert ran.out.splitlines()[-2:] == [
+        "heliabuild: run receipt: carry, 1 warmup, 3 measured",
+        "heliabuild: run verification: outputs match LiteRT reference kernels (BUILTIN_REF): 0 of 10 elements "
+        "differ in each of 3 samples; inputs: zeros",
+    ]
     result = load_result(tmp_path / "result")
     assert result.runtime == "aot" and result.document["run_identity"]["backend"] == "qemu-m55"
     assert result.receipt is not None and result.receipt.initialization == "before_measurement"
