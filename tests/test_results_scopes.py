@@ -186,3 +186,24 @@ def test_a_qemu_bundle_is_accepted_as_written(qemu_bundle: Path) -> None:
     document = json.loads((qemu_bundle / "result.json").read_text())
     assert document["scopes"]["instructions"] == "qemu_icount"
     assert all(s.cycles is None and s.latency_s is None and s.instructions is not None for s in result.samples)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"max_abs_diff": None}, r"verification\[0\]\.max_abs_diff: None with 0 unbounded elements"),
+        ({"unbounded_elements": 1}, r"verification\[0\]\.differing_elements: 0 of 12 elements, 1 of them unbounded"),
+        ({"differing_elements": 13}, r"verification\[0\]\.differing_elements: 13 of 12 elements"),
+        ({"max_abs_diff": 5}, r"verification\[0\]\.max_abs_diff: 5 with no differing element"),
+    ],
+    ids=["null-without-unbounded", "unbounded-not-differing", "more-than-elements", "difference-without-elements"],
+)
+def test_a_verification_record_edited_to_contradict_itself_is_refused_on_read(
+    qemu_bundle: Path, tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    def edit(document: dict[str, Any]) -> None:
+        document["measurements"]["samples"][0]["verification"][0].update(change)
+
+    edited = _edited_copy(qemu_bundle, tmp_path / "edited", edit)
+    with pytest.raises(ResultError, match=r"result\.json: measurements\.samples\[0\]\." + message):
+        load_result(edited)

@@ -88,7 +88,7 @@ def _check_samples(
         where = f"measurements.samples[{position}]"
         if sample.index != position:
             raise ResultError(f"{where}.index: found {sample.index}, expected {position} (index 0 first, in order)")
-        problem = sample.segment_problem(segment_count)
+        problem = sample.segment_problem(segment_count) or sample.verification_problem()
         if problem is not None:
             raise ResultError(f"{where}.{problem}")
         for name in ("latency_s", "energy", "utilization_fraction"):

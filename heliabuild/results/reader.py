@@ -289,7 +289,7 @@ def verify_bundle(path: str | os.PathLike[str], *, known_valid: frozenset[str] =
             where = f"{RESULT_FILE}: measurements.samples[{position}]"
             if sample.index != position:
                 raise ResultError(f"{where}.index: found {sample.index}, expected {position}")
-            problem = sample.segment_problem(segment_count)
+            problem = sample.segment_problem(segment_count) or sample.verification_problem()
             if problem is not None:
                 raise ResultError(f"{where}.{problem}")
             for name, file_name in output_files(list(sample.signatures)).items():
