@@ -60,8 +60,9 @@ class Verdict:
         largest = unbounded if self.largest is None else _number(self.largest)
         where = f" in {self.samples_differing} of {self.samples} samples" if self.samples > 1 else ""
         bound = "no bound, recorded" if self.bound is None else f"bound {_number(self.bound)}"
+        most = "up to " if self.samples > 1 else ""
         return (
-            f"outputs differ from {self.reference}: largest difference {largest}, up to {self.differing} of "
+            f"outputs differ from {self.reference}: largest difference {largest}, {most}{self.differing} of "
             f"{self.elements} elements differ{where} ({bound})"
         )
 
