@@ -52,6 +52,7 @@ BAD_INPUT = {
     "vela": ["{missing}", "-o", "{out}/vela"],
     "plan-fences": ["{missing}", "--budget-cycles", "1000", "-o", "{out}/plan.json"],
     "aot-plan": ["{missing}", "-o", "{out}/plan"],
+    "module": ["{missing}", "{missing}", "-o", "{out}/module"],
     "runner": ["--model", "{missing}", "-o", "{out}/runner"],
     "run": ["{missing}", "-o", "{out}/result"],
     "run-build": ["{missing}", "-o", "{out}/result"],
