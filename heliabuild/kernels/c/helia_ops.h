@@ -196,6 +196,61 @@ typedef struct helia_softmax_s8_args {
 helia_status helia_softmax_s8_check(const helia_softmax_s8_args *args);
 helia_status helia_softmax_s8(const helia_softmax_s8_args *args);
 
+/* ==== LUT and arithmetic-heavy int8 kernels (ops_lut.c, ops_arith.c; docs/kernels.md, "LUT and
+ * arithmetic-heavy int8 kernels"). Every one has `_check` (validates, touches no data), `_run` (the
+ * computation, trusting the check) and the combined entry (check, then run). ========================== */
+
+/* ---- LOGISTIC, TANH, EXP: output[i] = table[input[i] + 128] (ops_lut.c) ---------------------------- */
+typedef struct helia_lookup_s8_args {
+    const int8_t *input;         /* [count] */
+    int8_t *output;              /* [count]; may be exactly the input (in place) */
+    const int8_t *table;         /* [256]: the output code of every input code -128..127, in that order */
+    int32_t count;
+} helia_lookup_s8_args;
+
+helia_status helia_lookup_s8_check(const helia_lookup_s8_args *args);
+helia_status helia_lookup_s8_run(const helia_lookup_s8_args *args);
+helia_status helia_lookup_s8(const helia_lookup_s8_args *args);
+
+/* ---- HARD_SWISH (ops_lut.c): TFLite's 16-bit fixed-point x * relu6(x + 3) / 6 ----------------------- */
+typedef struct helia_hard_swish_s8_args {
+    const int8_t *input;         /* [count] */
+    int8_t *output;              /* [count]; may be exactly the input (in place) */
+    int32_t count;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t reluish_multiplier;  /* int16 fixed point in [0, 32767] */
+    int32_t reluish_shift;       /* in [-31, 30] */
+    int32_t output_multiplier;   /* int16 fixed point in [0, 32767] */
+    int32_t output_shift;        /* in [-31, 0] */
+} helia_hard_swish_s8_args;
+
+helia_status helia_hard_swish_s8_check(const helia_hard_swish_s8_args *args);
+helia_status helia_hard_swish_s8_run(const helia_hard_swish_s8_args *args);
+helia_status helia_hard_swish_s8(const helia_hard_swish_s8_args *args);
+
+/* ---- RSQRT (ops_lut.c): 1 / sqrt(x), gemmlowp's Newton-Raphson inverse square root ----------------- */
+typedef struct helia_rsqrt_s8_args {
+    const int8_t *input;         /* [count] */
+    int8_t *output;              /* [count]; may be exactly the input (in place) */
+    int32_t count;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t multiplier;          /* 1 / (sqrt(input_scale) * output_scale) as a quantized multiplier */
+    int32_t shift;               /* in [-11, 30] (shift - 20 must be a valid right shift) */
+} helia_rsqrt_s8_args;
+
+helia_status helia_rsqrt_s8_check(const helia_rsqrt_s8_args *args);
+helia_status helia_rsqrt_s8_run(const helia_rsqrt_s8_args *args);
+helia_status helia_rsqrt_s8(const helia_rsqrt_s8_args *args);
+
+/* ---- int8 SQUARED_DIFFERENCE (ops_arith.c), NumPy broadcasting over rank <= 6 ------------------------
+ * helia_binary_s8_args: left_shift 7, both input multipliers and the output multiplier below one (shifts
+ * <= 0); act_min/act_max the int8 range. */
+helia_status helia_squared_difference_s8_check(const helia_binary_s8_args *args);
+helia_status helia_squared_difference_s8_run(const helia_binary_s8_args *args);
+helia_status helia_squared_difference_s8(const helia_binary_s8_args *args);
+
 /* ---- the fixed-point helpers, exported for tests ------------------------------------------------ */
 int32_t helia_ops_mbqm_double(int32_t x, int32_t multiplier, int32_t shift);
 int32_t helia_ops_mbqm_single(int32_t x, int32_t multiplier, int32_t shift);
