@@ -24,7 +24,7 @@ import numpy as np
 from heliabuild.aot.facts import FENCE_OPERATOR, OperatorFacts, TensorFacts, model_facts
 from heliabuild.errors import HeliaError
 from heliabuild.fence.contract import ELEMENT_BYTES, TYPE_NAMES
-from heliabuild.kernels import contracts_native, int8
+from heliabuild.kernels import contracts_native, int8, int8_math
 from heliabuild.kernels import operators as contracts
 from heliabuild.kernels.operators.admission import CORTEX_M55, TensorSpec, activation_name
 from heliabuild.model.io import Model
@@ -549,6 +549,76 @@ def _conversion(op: OperatorFacts) -> KernelCall:
     )
 
 
+# ---- LUT and arithmetic-heavy int8 kernels (heliabuild.kernels.int8_math, c/ops_lut.c, c/ops_arith.c)
+
+
+def _element_wise_s8(op: OperatorFacts, derive: Callable[[int8.Quant, int8.Quant], object]) -> KernelCall:
+    """An int8 element-wise operator as one `helia_<op>_s8` call: input, output, count, then the fields of
+    `derive(input quant, output quant)` (a table, or a params dataclass whose fields the struct has)."""
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(tuple(data.shape) == tuple(output.shape), f"{op.op_type} input and output shapes differ")
+    derived = derive(_quant(data, "input"), _quant(output, "output"))
+    if isinstance(derived, np.ndarray):
+        kernel, extra = "lookup", (("table", IntArray("int8_t", tuple(int(v) for v in derived))),)
+    else:
+        kernel, extra = op.op_type.lower(), tuple(vars(derived).items())
+    fields: tuple[tuple[str, Field], ...] = (
+        ("input", TensorRef(data.index)),
+        ("output", TensorRef(output.index)),
+        ("count", data.element_count),
+        *extra,
+    )
+    return KernelCall.of(
+        op,
+        f"helia_{kernel}_s8_run",
+        f"helia_{kernel}_s8_args",
+        check=f"helia_{kernel}_s8_check",
+        fields=fields,
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+_ELEMENT_WISE_S8: dict[str, Callable[[int8.Quant, int8.Quant], object]] = {
+    **{name: (lambda a, b, name=name: int8_math.lookup_table(name, a, b)) for name in int8_math.LOOKUP_OPERATORS},
+    "HARD_SWISH": int8_math.hard_swish_params,
+    "RSQRT": int8_math.rsqrt_params,
+}
+"""int8 element-wise operator -> the derivation of its kernel's table or parameters."""
+
+
+def _squared_difference(op: OperatorFacts, model: Model) -> KernelCall:
+    """int8 operands: the broadcasting int8 kernel; float operands: the operator contract's."""
+    first = op.input(0)
+    if first is None or first.dtype != "int8":
+        return _contract_binary(op, model)
+    call = _binary(op)
+    _need(op.fused_activation in (None, "NONE"), "SQUARED_DIFFERENCE has no fused activation")
+    params = int8_math.squared_difference_params(
+        _quant(first, "input 0"), _quant(_dtype(op.input(1), "int8", "input 1"), "input 1"), _quant(op.output, "output")
+    )
+    fields = dict(call.fields)
+    fields.update(
+        left_shift=params.left_shift,
+        input1_multiplier=params.input1_multiplier,
+        input1_shift=params.input1_shift,
+        input2_multiplier=params.input2_multiplier,
+        input2_shift=params.input2_shift,
+        output_multiplier=params.output_multiplier,
+        output_shift=params.output_shift,
+    )
+    return KernelCall.of(
+        op,
+        "helia_squared_difference_s8_run",
+        "helia_binary_s8_args",
+        check="helia_squared_difference_s8_check",
+        fields=tuple(fields.items()),
+        reads=call.reads,
+        writes=call.writes,
+    )
+
+
 # ---- the operator contracts (heliabuild.kernels.operators): INT32 comparisons, SELECT_V2, float DIV, NEG and
 # SQUARED_DIFFERENCE, lowered to c/ops_contracts.c. Admission is the contracts' own `admit` on the M55 target.
 
@@ -686,6 +756,8 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
     **dict.fromkeys((*contracts.comparisons.OPERATORS, "DIV", "SQUARED_DIFFERENCE"), _contract_binary),
     "SELECT_V2": _select_v2,
     "NEG": _neg,
+    **dict.fromkeys(_ELEMENT_WISE_S8, lambda op, _: _element_wise_s8(op, _ELEMENT_WISE_S8[op.op_type])),
+    "SQUARED_DIFFERENCE": _squared_difference,
     FENCE_OPERATOR: lambda op, _: _fence(op),
 }
 """Operator type -> lowering; every other type is refused at admission (unless lower_model's `extra` has it)."""

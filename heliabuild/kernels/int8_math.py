@@ -119,6 +119,11 @@ def hard_swish_params(input_quant: Quant, output_quant: Quant) -> HardSwishParam
     hires = _F32(1.0 / 128.0) * _F32(input_quant.scale)
     output_multiplier, output_shift = _int16_multiplier(float(hires / _F32(output_quant.scale)))
     reluish_multiplier, reluish_shift = _int16_multiplier(float(hires / _F32(3.0 / 32768.0)))
+    if output_shift > 0:
+        raise Int8KernelError(
+            f"int8 hard swish: output scale {output_quant.scale!r} is not above input scale / 128 "
+            f"({input_quant.scale!r} / 128); the output multiplier must be below 1, as LiteRT requires"
+        )
     if not -31 <= output_shift <= 0 or not -31 <= reluish_shift <= 30:
         raise Int8KernelError(
             f"int8 hard swish: input scale {input_quant.scale!r} and output scale {output_quant.scale!r} give "
