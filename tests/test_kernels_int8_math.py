@@ -12,7 +12,7 @@ from helpers.int8_math_models import squared_difference_model, unary_model
 from helpers.int8_models import run_reference
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from test_kernels_int8_elementwise import broadcast_shapes
+from test_kernels_int8_elementwise import broadcast_shapes, quants
 
 from heliabuild.kernels import int8_math
 from heliabuild.kernels.int8 import _I8, Int8KernelError, Quant, _pointer
@@ -37,11 +37,6 @@ EVERY_CODE = np.arange(-128, 128, dtype=np.int8)
 @pytest.fixture(scope="module")
 def kernels(host_kernel_library: Path) -> Int8MathKernels:
     return Int8MathKernels(load_host_library(host_kernel_library))
-
-
-@st.composite
-def quants(draw: st.DrawFn, low: float = 1e-3, high: float = 0.5) -> Quant:
-    return Quant(draw(st.floats(low, high)), draw(st.integers(-128, 127)))
 
 
 @st.composite

@@ -527,8 +527,16 @@ class Int8Kernels:
         self._call("helia_fully_connected_s8", args, arrays=(x, f, b, m, s, out))
         return out
 
-    def conv(self, params: ConvParams, input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-        """CONV_2D, or DEPTHWISE_CONV_2D when `params.depthwise`."""
+    def conv(
+        self,
+        params: ConvParams,
+        input: np.ndarray,
+        filter: np.ndarray,
+        bias: np.ndarray | None,
+        kernel: str | None = None,
+    ) -> np.ndarray:
+        """CONV_2D, or DEPTHWISE_CONV_2D when `params.depthwise`; `kernel` names another kernel taking
+        helia_conv_s8_args (TRANSPOSE_CONV's)."""
         x, f = _c_array(input, "int8"), _c_array(filter, "int8")
         b = None if bias is None else _c_array(bias, "int32")
         m, s = _c_array(params.multipliers, "int32"), _c_array(params.shifts, "int32")
@@ -541,7 +549,7 @@ class Int8Kernels:
             *params.pad, params.depth_multiplier, m.size, params.input_zero_point, params.output_zero_point,
             params.act_min, params.act_max,
         )  # fmt: skip
-        name = "helia_depthwise_conv2d_s8" if params.depthwise else "helia_conv2d_s8"
+        name = kernel or ("helia_depthwise_conv2d_s8" if params.depthwise else "helia_conv2d_s8")
         self._call(name, args, arrays=(x, f, b, m, s, out))
         return out
 

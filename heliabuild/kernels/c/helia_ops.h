@@ -251,6 +251,68 @@ helia_status helia_squared_difference_s8_check(const helia_binary_s8_args *args)
 helia_status helia_squared_difference_s8_run(const helia_binary_s8_args *args);
 helia_status helia_squared_difference_s8(const helia_binary_s8_args *args);
 
+/* ---- BATCH_MATMUL (ops_matmul.c): output[b] = lhs[b] x rhs[b], batch axes broadcast ---------------
+ * out[b, m, n] = clamp(MBQM(sum_k (lhs[b, m, k] - zp_lhs) * (rhs[b, k, n] - zp_rhs)) + zp_out), with lhs
+ * stored [.., rows, depth] ([.., depth, rows] when adj_lhs) and rhs [.., depth, cols] ([.., cols, depth]
+ * when adj_rhs). Up to three batch axes, each lhs/rhs extent 1 or the output's. */
+#define HELIA_BATCH_MATMUL_BATCH_AXES 3
+typedef struct helia_batch_matmul_s8_args {
+    const int8_t *lhs;
+    const int8_t *rhs;
+    int8_t *output;              /* [batch..., rows, cols] */
+    int32_t lhs_batch[HELIA_BATCH_MATMUL_BATCH_AXES];
+    int32_t rhs_batch[HELIA_BATCH_MATMUL_BATCH_AXES];
+    int32_t output_batch[HELIA_BATCH_MATMUL_BATCH_AXES];
+    int32_t rows;
+    int32_t cols;
+    int32_t depth;
+    int32_t adj_lhs;             /* 0 or 1 */
+    int32_t adj_rhs;             /* 0 or 1 */
+    int32_t lhs_zero_point;
+    int32_t rhs_zero_point;
+    int32_t output_zero_point;
+    int32_t multiplier;
+    int32_t shift;
+    int32_t act_min;
+    int32_t act_max;
+} helia_batch_matmul_s8_args;
+
+helia_status helia_batch_matmul_s8_check(const helia_batch_matmul_s8_args *args);
+helia_status helia_batch_matmul_s8_run(const helia_batch_matmul_s8_args *args);
+helia_status helia_batch_matmul_s8(const helia_batch_matmul_s8_args *args);
+
+/* ---- TRANSPOSE_CONV (ops_matmul.c): the gradient of a convolution, one output at a time -------------
+ * out[n, y, x, c] = clamp(MBQM(sum of (in[n, i, j, k] - zp_in) * filter[c, ky, kx, k] over i * stride_h -
+ * pad_top + ky = y, j * stride_w - pad_left + kx = x, + bias[c]) + zp_out); per-channel multipliers.
+ * helia_conv_s8_args with `input_*` the operator's input, `output_*` its output, filter [output_c,
+ * filter_h, filter_w, input_c], dilation 1 and depth_multiplier 1. */
+helia_status helia_transpose_conv_s8_check(const helia_conv_s8_args *args);
+helia_status helia_transpose_conv_s8_run(const helia_conv_s8_args *args);
+helia_status helia_transpose_conv_s8(const helia_conv_s8_args *args);
+
+/* ---- RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR (ops_resize.c), NHWC, any batches and channels ----- */
+typedef struct helia_resize_s8_args {
+    const int8_t *input;         /* [batches, input_h, input_w, channels] */
+    int8_t *output;              /* [batches, output_h, output_w, channels] */
+    const int32_t *row_map;      /* NEAREST: [output_h] input row of each output row; BILINEAR: NULL */
+    const int32_t *column_map;   /* NEAREST: [output_w] input column of each output column; BILINEAR: NULL */
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t align_corners;       /* BILINEAR: 0 or 1 */
+    int32_t half_pixel_centers;  /* BILINEAR: 0 or 1 */
+} helia_resize_s8_args;
+
+helia_status helia_resize_nearest_s8_check(const helia_resize_s8_args *args);
+helia_status helia_resize_nearest_s8_run(const helia_resize_s8_args *args);
+helia_status helia_resize_nearest_s8(const helia_resize_s8_args *args);
+helia_status helia_resize_bilinear_s8_check(const helia_resize_s8_args *args);
+helia_status helia_resize_bilinear_s8_run(const helia_resize_s8_args *args);
+helia_status helia_resize_bilinear_s8(const helia_resize_s8_args *args);
+
 /* ---- the fixed-point helpers, exported for tests ------------------------------------------------ */
 int32_t helia_ops_mbqm_double(int32_t x, int32_t multiplier, int32_t shift);
 int32_t helia_ops_mbqm_single(int32_t x, int32_t multiplier, int32_t shift);
