@@ -8,9 +8,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import require_firmware_tools
-from helpers.int8_math_models import squared_difference_model, unary_model
+from helpers.int8_math_models import (
+    batch_matmul_model,
+    resize_model,
+    squared_difference_model,
+    transpose_conv_model,
+    unary_model,
+)
 from test_codegen_qemu import PLATFORM, _assert_matches_reference, _build, _run
 
 from heliabuild.aot.stage import write_plan
@@ -24,6 +31,11 @@ IN = Quant(0.06, -5)
 
 
 def _cases() -> list[tuple[str, object]]:
+    rng = np.random.default_rng(3)
+    weights = rng.integers(-127, 128, (5, 3, 3, 4), dtype=np.int8)
+    scales = (0.02 * rng.uniform(0.5, 1.0, 5)).astype(np.float32)
+    bias = rng.integers(-3000, 3000, 5, dtype=np.int32)
+    rhs = rng.integers(-128, 128, (16, 8), dtype=np.int8)
     return [
         ("logistic", unary_model("LOGISTIC", (1, 6, 6, 8), IN, LOGISTIC_OUTPUT)),
         ("tanh", unary_model("TANH", (3, 40), IN, TANH_OUTPUT)),
@@ -33,6 +45,37 @@ def _cases() -> list[tuple[str, object]]:
         (
             "squared-difference",
             squared_difference_model((1, 4, 4, 6), (1, 1, 1, 6), Quant(0.03, 2), Quant(0.05, -9), Quant(0.02, -128)),
+        ),
+        (
+            "batch-matmul",
+            batch_matmul_model((2, 3, 5, 7), (1, 3, 9, 7), (2, 3, 5, 9), IN, Quant(0.04, 3), Quant(0.3, 1), adj_y=True),
+        ),
+        (
+            "batch-matmul-constant",
+            batch_matmul_model((1, 6, 16), (16, 8), (1, 6, 8), IN, Quant(0.02, 0), Quant(0.2, -4), rhs=rhs),
+        ),
+        (
+            "transpose-conv",
+            transpose_conv_model(
+                (1, 4, 5, 4),
+                weights,
+                scales,
+                bias,
+                IN,
+                Quant(0.1, 7),
+                (1, 8, 10, 5),
+                stride=(2, 2),
+                padding="SAME",
+                activation="RELU",
+            ),
+        ),
+        (
+            "resize-nearest",
+            resize_model("nearest", (1, 3, 5, 4), (6, 10), IN, align_corners=False, half_pixel_centers=True),
+        ),
+        (
+            "resize-bilinear",
+            resize_model("bilinear", (2, 4, 3, 3), (8, 7), IN, align_corners=False, half_pixel_centers=True),
         ),
     ]
 

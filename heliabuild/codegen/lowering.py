@@ -24,7 +24,7 @@ import numpy as np
 from heliabuild.aot.facts import FENCE_OPERATOR, OperatorFacts, TensorFacts, model_facts
 from heliabuild.errors import HeliaError
 from heliabuild.fence.contract import ELEMENT_BYTES, TYPE_NAMES
-from heliabuild.kernels import contracts_native, int8, int8_math
+from heliabuild.kernels import contracts_native, int8, int8_math, int8_spatial
 from heliabuild.kernels import operators as contracts
 from heliabuild.kernels.operators.admission import CORTEX_M55, TensorSpec, activation_name
 from heliabuild.model.io import Model
@@ -182,6 +182,42 @@ def _multiplier_fields(multipliers: np.ndarray, shifts: np.ndarray, per_channel:
     )
 
 
+def _conv_fields(
+    params: int8.ConvParams, data: TensorFacts, weights: TensorFacts, bias: TensorRef | None, output: TensorFacts
+) -> tuple[tuple[str, Field], ...]:
+    """helia_conv_s8_args of CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV."""
+    n, h, w, c = params.input_shape
+    _, oh, ow, oc = params.output_shape
+    per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
+    return (
+        ("input", TensorRef(data.index)),
+        ("filter", TensorRef(weights.index)),
+        ("bias", bias),
+        *_multiplier_fields(params.multipliers, params.shifts, per_channel),
+        ("output", TensorRef(output.index)),
+        ("batches", n),
+        ("input_h", h),
+        ("input_w", w),
+        ("input_c", c),
+        ("filter_h", weights.shape[1]),
+        ("filter_w", weights.shape[2]),
+        ("output_h", oh),
+        ("output_w", ow),
+        ("output_c", oc),
+        ("stride_h", params.stride[0]),
+        ("stride_w", params.stride[1]),
+        ("dilation_h", params.dilation[0]),
+        ("dilation_w", params.dilation[1]),
+        ("pad_top", params.pad[0]),
+        ("pad_left", params.pad[1]),
+        ("depth_multiplier", params.depth_multiplier),
+        ("input_zero_point", params.input_zero_point),
+        ("output_zero_point", params.output_zero_point),
+        ("act_min", params.act_min),
+        ("act_max", params.act_max),
+    )
+
+
 def _conv(op: OperatorFacts, depthwise: bool) -> KernelCall:
     data = _dtype(op.input(0), "int8", "input")
     weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
@@ -210,41 +246,12 @@ def _conv(op: OperatorFacts, depthwise: bool) -> KernelCall:
             and channels == data.shape[3] * params.depth_multiplier,
             "depth multiplier does not match the weights",
         )
-    n, h, w, c = params.input_shape
-    _, oh, ow, oc = params.output_shape
-    per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
     kind = "depthwise_conv2d" if depthwise else "conv2d"
     return KernelCall.of(
         op,
         f"helia_{kind}_s8",
         "helia_conv_s8_args",
-        fields=(
-            ("input", TensorRef(data.index)),
-            ("filter", TensorRef(weights.index)),
-            ("bias", _bias(op, oc)),
-            *_multiplier_fields(params.multipliers, params.shifts, per_channel),
-            ("output", TensorRef(output.index)),
-            ("batches", n),
-            ("input_h", h),
-            ("input_w", w),
-            ("input_c", c),
-            ("filter_h", weights.shape[1]),
-            ("filter_w", weights.shape[2]),
-            ("output_h", oh),
-            ("output_w", ow),
-            ("output_c", oc),
-            ("stride_h", params.stride[0]),
-            ("stride_w", params.stride[1]),
-            ("dilation_h", params.dilation[0]),
-            ("dilation_w", params.dilation[1]),
-            ("pad_top", params.pad[0]),
-            ("pad_left", params.pad[1]),
-            ("depth_multiplier", params.depth_multiplier),
-            ("input_zero_point", params.input_zero_point),
-            ("output_zero_point", params.output_zero_point),
-            ("act_min", params.act_min),
-            ("act_max", params.act_max),
-        ),
+        fields=_conv_fields(params, data, weights, _bias(op, params.output_shape[3]), output),
         reads=tuple(t.index for t in op.inputs if t is not None),
         writes=(output.index,),
     )
@@ -619,6 +626,104 @@ def _squared_difference(op: OperatorFacts, model: Model) -> KernelCall:
     )
 
 
+def _batch_matmul(op: OperatorFacts) -> KernelCall:
+    lhs = _dtype(op.input(0), "int8", "lhs")
+    rhs = _dtype(op.input(1), "int8", "rhs")
+    output = _dtype(op.output, "int8", "output")
+    params = int8_spatial.batch_matmul_params(
+        lhs.shape, rhs.shape, _quant(lhs, "lhs"), _quant(rhs, "rhs"), _quant(output, "output"),
+        adj_lhs=bool(op.option("adj_x", False)), adj_rhs=bool(op.option("adj_y", False)),
+    )  # fmt: skip
+    _need(tuple(params.output_shape) == tuple(output.shape), f"output shape {list(output.shape)} does not match")
+    fields = {
+        name: InlineInts(value) if isinstance(value, tuple) else value
+        for name, value in vars(params).items()
+        if name != "output_shape"
+    }
+    return KernelCall.of(
+        op,
+        "helia_batch_matmul_s8_run",
+        "helia_batch_matmul_s8_args",
+        check="helia_batch_matmul_s8_check",
+        fields=(
+            ("lhs", TensorRef(lhs.index)),
+            ("rhs", TensorRef(rhs.index)),
+            ("output", TensorRef(output.index)),
+            *fields.items(),
+        ),
+        reads=(lhs.index, rhs.index),
+        writes=(output.index,),
+    )
+
+
+def _transpose_conv(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(2), "int8", "input")
+    weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(data.shape) == 4 and len(weights.shape) == 4, "input and weights must be rank 4 (NHWC)")
+    channels = weights.shape[0]
+    params = int8_spatial.transpose_conv_params(
+        data.shape, weights.shape, output.shape, _quant(data, "input"), _filter_scales(weights, channels, 0),
+        _quant(output, "output"), stride=op.stride or (1, 1), padding=op.padding or "VALID",
+        activation=_activation(op),
+    )  # fmt: skip
+    bias = op.input(3)
+    if bias is not None:
+        _dtype(_constant(bias, "bias"), "int32", "bias")
+        _need(bias.element_count == channels, f"bias {bias.name!r} has {bias.element_count} values")
+    return KernelCall.of(
+        op,
+        "helia_transpose_conv_s8_run",
+        "helia_conv_s8_args",
+        check="helia_transpose_conv_s8_check",
+        fields=_conv_fields(params, data, weights, None if bias is None else TensorRef(bias.index), output),
+        reads=tuple(t.index for t in (data, weights, bias) if t is not None),
+        writes=(output.index,),
+    )
+
+
+def _resize(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(data.shape) == 4 and len(output.shape) == 4, "input and output must be rank 4 (NHWC)")
+    _need(
+        _quant(data, "input") == _quant(output, "output"),
+        "input and output quantization differ; the resize kernels need them equal",
+    )
+    n, h, w, c = data.shape
+    _, oh, ow, oc = output.shape
+    _need(output.shape[0] == n and oc == c, f"output shape {list(output.shape)} does not resize {list(data.shape)}")
+    align, half = bool(op.option("align_corners", False)), bool(op.option("half_pixel_centers", False))
+    nearest = op.op_type == "RESIZE_NEAREST_NEIGHBOR"
+    maps: tuple[tuple[str, Field], ...] = (("row_map", None), ("column_map", None))
+    if nearest:
+        rows = int8_spatial.nearest_neighbor_map(h, oh, align_corners=align, half_pixel_centers=half)
+        columns = int8_spatial.nearest_neighbor_map(w, ow, align_corners=align, half_pixel_centers=half)
+        maps = (("row_map", IntArray("int32_t", rows)), ("column_map", IntArray("int32_t", columns)))
+    kernel = "helia_resize_nearest_s8" if nearest else "helia_resize_bilinear_s8"
+    return KernelCall.of(
+        op,
+        f"{kernel}_run",
+        "helia_resize_s8_args",
+        check=f"{kernel}_check",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            *maps,
+            ("batches", n),
+            ("input_h", h),
+            ("input_w", w),
+            ("channels", c),
+            ("output_h", oh),
+            ("output_w", ow),
+            ("align_corners", int(align)),
+            ("half_pixel_centers", int(half)),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
 # ---- the operator contracts (heliabuild.kernels.operators): INT32 comparisons, SELECT_V2, float DIV, NEG and
 # SQUARED_DIFFERENCE, lowered to c/ops_contracts.c. Admission is the contracts' own `admit` on the M55 target.
 
@@ -758,6 +863,9 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
     "NEG": _neg,
     **dict.fromkeys(_ELEMENT_WISE_S8, lambda op, _: _element_wise_s8(op, _ELEMENT_WISE_S8[op.op_type])),
     "SQUARED_DIFFERENCE": _squared_difference,
+    "BATCH_MATMUL": lambda op, _: _batch_matmul(op),
+    "TRANSPOSE_CONV": lambda op, _: _transpose_conv(op),
+    **dict.fromkeys(("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"), lambda op, _: _resize(op)),
     FENCE_OPERATOR: lambda op, _: _fence(op),
 }
 """Operator type -> lowering; every other type is refused at admission (unless lower_model's `extra` has it)."""
