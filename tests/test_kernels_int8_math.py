@@ -241,3 +241,24 @@ def test_squared_difference_refuses_what_the_int8_arithmetic_cannot_hold(kernels
         assert refused.value.status == status
     with pytest.raises(ValueError, match="broadcast"):
         kernels.binary("squared_difference", params, a, EVERY_CODE[:3])
+
+
+@settings(max_examples=200)
+@given(
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 300)) | st.tuples(st.integers(1, 2), st.integers(9000, 12000)),
+    input_quant=quants(1e-3, 2.0),
+    seed=SEED,
+    constant=st.booleans(),
+)
+def test_l2_normalization_is_bit_exact(
+    kernels: Int8MathKernels, shape: tuple[int, int], input_quant: Quant, seed: int, constant: bool
+) -> None:
+    """Rows up to 300 wide, and rows whose sum of squares passes 2^29 (the inverse square root's pre-scaling);
+    constant rows at the zero point have a sum of 0 or 1 (LiteRT's special case)."""
+    x = _codes(seed, shape)
+    if constant:
+        x[:] = input_quant.zero_point
+        x[0, 0] = np.int8(input_quant.zero_point + (1 if input_quant.zero_point < 127 else -1))
+    model = unary_model("L2_NORMALIZATION", shape, input_quant, int8_math.L2_NORMALIZATION_OUTPUT)
+    expected = run_reference(model, [x])
+    assert kernels.l2_normalization(input_quant.zero_point, x).tobytes() == expected.tobytes()

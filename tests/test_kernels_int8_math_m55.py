@@ -1,8 +1,8 @@
-"""The LUT, arithmetic-heavy and spatial int8 kernels on the target: seeded random cases of each (LOGISTIC, TANH,
-EXP, HARD_SWISH, RSQRT, SQUARED_DIFFERENCE, BATCH_MATMUL, TRANSPOSE_CONV, both RESIZEs; CASES_PER_OPERATOR each),
-their outputs taken from LiteRT's reference kernels, replayed by one Cortex-M55 firmware on QEMU mps3-an547 (the
-firmware library built once per session); every output must match LiteRT byte for byte there too
-(tests/test_kernels_int8_m55.py's replay)."""
+"""The LUT, arithmetic-heavy and spatial int8 kernels on the target: seeded random cases of each (LOGISTIC,
+TANH, EXP, HARD_SWISH, RSQRT, SQUARED_DIFFERENCE, L2_NORMALIZATION, BATCH_MATMUL, TRANSPOSE_CONV, both RESIZEs;
+CASES_PER_OPERATOR each), their outputs taken from LiteRT's reference kernels, replayed by one Cortex-M55
+firmware on QEMU mps3-an547 (the firmware library built once per session); every output must match LiteRT byte
+for byte there too (tests/test_kernels_int8_m55.py's replay)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ class MathEmitter(Emitter):
         int8_math.LookupArgs: "helia_lookup_s8_args",
         int8_math.HardSwishArgs: "helia_hard_swish_s8_args",
         int8_math.RsqrtArgs: "helia_rsqrt_s8_args",
+        int8_math.L2NormalizationArgs: "helia_l2_normalization_s8_args",
         int8_spatial.BatchMatmulArgs: "helia_batch_matmul_s8_args",
         int8_spatial.ResizeArgs: "helia_resize_s8_args",
     }
@@ -91,6 +92,13 @@ def case_squared_difference(k: Kernels, rng: np.random.Generator) -> np.ndarray:
     q1, q2, qo = _quant(rng), _quant(rng), _quant(rng, 0.05, 2.0)
     expected = run_reference(squared_difference_model(a.shape, b.shape, q1, q2, qo), [a, b])
     k.binary("squared_difference", int8_math.squared_difference_params(q1, q2, qo), a, b)
+    return expected
+
+
+def case_l2_normalization(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+    x, iq = _codes(rng), _quant(rng, 1e-3, 2.0)
+    expected = run_reference(unary_model("L2_NORMALIZATION", x.shape, iq, int8_math.L2_NORMALIZATION_OUTPUT), [x])
+    k.l2_normalization(iq.zero_point, x)
     return expected
 
 
@@ -155,6 +163,7 @@ CASES: dict[str, Case] = {
     "hard_swish": case_hard_swish,
     "rsqrt": case_rsqrt,
     "squared_difference": case_squared_difference,
+    "l2_normalization": case_l2_normalization,
     "batch_matmul": case_batch_matmul,
     "transpose_conv": case_transpose_conv,
     "resize_nearest": _resize("nearest"),

@@ -626,6 +626,34 @@ def _squared_difference(op: OperatorFacts, model: Model) -> KernelCall:
     )
 
 
+def _l2_normalization(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(tuple(data.shape) == tuple(output.shape), "L2_NORMALIZATION input and output shapes differ")
+    _need(_activation(op) == "NONE", "L2_NORMALIZATION with a fused activation has no kernel")
+    required = int8_math.L2_NORMALIZATION_OUTPUT
+    _need(
+        _quant(output, "output") == required,
+        f"output quantization is not LiteRT's ({required.scale}, {required.zero_point})",
+    )
+    depth = data.shape[-1] if data.shape else 1
+    return KernelCall.of(
+        op,
+        "helia_l2_normalization_s8_run",
+        "helia_l2_normalization_s8_args",
+        check="helia_l2_normalization_s8_check",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("rows", data.element_count // max(depth, 1)),
+            ("depth", depth),
+            ("input_zero_point", _quant(data, "input").zero_point),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
 def _batch_matmul(op: OperatorFacts) -> KernelCall:
     lhs = _dtype(op.input(0), "int8", "lhs")
     rhs = _dtype(op.input(1), "int8", "rhs")
@@ -863,6 +891,7 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
     "NEG": _neg,
     **dict.fromkeys(_ELEMENT_WISE_S8, lambda op, _: _element_wise_s8(op, _ELEMENT_WISE_S8[op.op_type])),
     "SQUARED_DIFFERENCE": _squared_difference,
+    "L2_NORMALIZATION": lambda op, _: _l2_normalization(op),
     "BATCH_MATMUL": lambda op, _: _batch_matmul(op),
     "TRANSPOSE_CONV": lambda op, _: _transpose_conv(op),
     **dict.fromkeys(("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"), lambda op, _: _resize(op)),

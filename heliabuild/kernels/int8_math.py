@@ -7,7 +7,8 @@ kernels"), for the firmware generator and the tests alike:
 - `lookup_table(operator, input, output)`: LOGISTIC, TANH and EXP as 256 output codes, one per input code,
   computed the way LiteRT's int8 reference kernels fill their table (float32 dequantize, the function,
   float32 rescale, round half away from zero, saturate);
-- `hard_swish_params`, `rsqrt_params`, `squared_difference_params`: every integer those kernels take.
+- `hard_swish_params`, `rsqrt_params`, `squared_difference_params`: every integer those kernels take;
+  L2_NORMALIZATION needs only the input zero point (its output is LiteRT's 1/128, 0).
 
 `Int8MathKernels(load_host_library(build_dir))` runs the host build on numpy arrays; it is an
 `heliabuild.kernels.int8.Int8Kernels`, so a refusal raises `Int8KernelError`, `recorder` sees each call, and
@@ -38,7 +39,8 @@ from heliabuild.kernels.int8 import (
 LOOKUP_OPERATORS = ("LOGISTIC", "TANH", "EXP")
 LOGISTIC_OUTPUT = Quant(1.0 / 256.0, -128)
 TANH_OUTPUT = Quant(1.0 / 128.0, 0)
-"""The output quantization LiteRT requires of int8 LOGISTIC and TANH."""
+L2_NORMALIZATION_OUTPUT = Quant(1.0 / 128.0, 0)
+"""The output quantization LiteRT requires of int8 LOGISTIC, TANH and L2_NORMALIZATION."""
 SQUARED_DIFFERENCE_LEFT_SHIFT = 7
 RSQRT_SHIFT = 20
 _F32 = np.float32
@@ -199,6 +201,13 @@ class RsqrtArgs(ctypes.Structure):
     ]  # fmt: skip
 
 
+class L2NormalizationArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("output", _I8),
+        *[(name, ctypes.c_int32) for name in ("rows", "depth", "input_zero_point")],
+    ]  # fmt: skip
+
+
 class Int8MathKernels(Int8Kernels):
     """Int8Kernels plus the LUT and arithmetic-heavy kernels; each method returns a new output array."""
 
@@ -208,6 +217,7 @@ class Int8MathKernels(Int8Kernels):
         "helia_hard_swish_s8": ([ctypes.POINTER(HardSwishArgs)], ctypes.c_int),
         "helia_rsqrt_s8": ([ctypes.POINTER(RsqrtArgs)], ctypes.c_int),
         "helia_squared_difference_s8": ([ctypes.POINTER(BinaryArgs)], ctypes.c_int),  # binary("squared_difference")
+        "helia_l2_normalization_s8": ([ctypes.POINTER(L2NormalizationArgs)], ctypes.c_int),
     }
 
     def lookup(self, table: np.ndarray, input: np.ndarray) -> np.ndarray:
@@ -237,4 +247,13 @@ class Int8MathKernels(Int8Kernels):
             params.multiplier, params.shift,
         )  # fmt: skip
         self._call("helia_rsqrt_s8", args, arrays=(x, out))
+        return out
+
+    def l2_normalization(self, input_zero_point: int, input: np.ndarray) -> np.ndarray:
+        """L2_NORMALIZATION over the last axis; the output has LiteRT's quantization (1/128, 0)."""
+        x = _c_array(input, "int8")
+        out = np.zeros(x.shape, np.int8)
+        depth = x.shape[-1] if x.ndim else 1
+        args = L2NormalizationArgs(_pointer(x, _I8), _pointer(out, _I8), x.size // depth, depth, input_zero_point)
+        self._call("helia_l2_normalization_s8", args, arrays=(x, out))
         return out

@@ -244,6 +244,21 @@ helia_status helia_rsqrt_s8_check(const helia_rsqrt_s8_args *args);
 helia_status helia_rsqrt_s8_run(const helia_rsqrt_s8_args *args);
 helia_status helia_rsqrt_s8(const helia_rsqrt_s8_args *args);
 
+/* ---- L2_NORMALIZATION over the last axis (ops_lut.c): output scale 1/128, zero point 0 -------------
+ * y = clamp(MBQM(x - zp, m, s + 7)) with (m, s) the inverse square root of the row's sum of squares. The
+ * output must not overlap the input (each row is read twice). */
+typedef struct helia_l2_normalization_s8_args {
+    const int8_t *input;         /* [rows, depth] */
+    int8_t *output;              /* [rows, depth] */
+    int32_t rows;
+    int32_t depth;               /* <= 33025, so the sum of squares fits int32 */
+    int32_t input_zero_point;
+} helia_l2_normalization_s8_args;
+
+helia_status helia_l2_normalization_s8_check(const helia_l2_normalization_s8_args *args);
+helia_status helia_l2_normalization_s8_run(const helia_l2_normalization_s8_args *args);
+helia_status helia_l2_normalization_s8(const helia_l2_normalization_s8_args *args);
+
 /* ---- int8 SQUARED_DIFFERENCE (ops_arith.c), NumPy broadcasting over rank <= 6 ------------------------
  * helia_binary_s8_args: left_shift 7, both input multipliers and the output multiplier below one (shifts
  * <= 0); act_min/act_max the int8 range. */

@@ -1,6 +1,6 @@
 /*
  * ops_lut.c - int8 element-wise functions: a 256-entry table lookup (LOGISTIC, TANH, EXP), HARD_SWISH
- * and RSQRT.
+ * and RSQRT; and L2_NORMALIZATION, which shares RSQRT's inverse square root.
  *
  * The table of LOGISTIC, TANH and EXP is computed by the caller from the tensors' quantization
  * (heliabuild.kernels.int8_math.lookup_table): LiteRT's int8 reference kernels evaluate these operators
@@ -204,8 +204,9 @@ static int32_t leading_zeros_u32(uint32_t x)
     return count;
 }
 
-/* 1 / sqrt(value) for 2 <= value < 2^29 as (*multiplier, *shift), a quantized multiplier with the shift
- * to the left; value 1 gives (INT32_MAX, 0). Five Newton-Raphson steps x' = 3/2 x - v/2 x^3 in Q3.28. */
+/* 1 / sqrt(value) for value >= 2 as (*multiplier, *shift), a quantized multiplier with the shift
+ * to the left; value 1 gives (INT32_MAX, 0). A value of 2^29 or more is divided by 4 (truncating) until below;
+ * then five Newton-Raphson steps x' = 3/2 x - v/2 x^3 in Q3.28. */
 static void inverse_sqrt(int32_t value, int32_t *multiplier, int32_t *shift)
 {
     const int32_t one_q3 = INT32_C(1) << 28;
@@ -220,6 +221,10 @@ static void inverse_sqrt(int32_t value, int32_t *multiplier, int32_t *shift)
         *multiplier = INT32_MAX;
         *shift = 0;
         return;
+    }
+    while (value >= (INT32_C(1) << 29)) {
+        value /= 4;
+        ++right_shift;
     }
     pairs = (leading_zeros_u32((uint32_t)value) - 1) / 2 - 1;
     right_shift -= pairs;
@@ -290,4 +295,61 @@ helia_status helia_rsqrt_s8(const helia_rsqrt_s8_args *args)
 {
     const helia_status status = helia_rsqrt_s8_check(args);
     return status != HELIA_STATUS_OK ? status : helia_rsqrt_s8_run(args);
+}
+
+/* ---- L2_NORMALIZATION --------------------------------------------------------------------------- */
+
+#define L2_OUTPUT_SHIFT 7
+
+helia_status helia_l2_normalization_s8_check(const helia_l2_normalization_s8_args *args)
+{
+    int32_t count;
+    int64_t total;
+    if (args == NULL || args->input == NULL || args->output == NULL) {
+        return HELIA_STATUS_NULL_POINTER;
+    }
+    if (args->rows < 1 || args->depth < 1) {
+        return HELIA_STATUS_BAD_SHAPE;
+    }
+    total = (int64_t)args->rows * args->depth;
+    if (total > INT32_MAX || args->depth > INT32_MAX / (255 * 255)) {
+        return HELIA_STATUS_SIZE_OVERFLOW;
+    }
+    count = (int32_t)total;
+    if (!helia_ops_zero_point_ok(args->input_zero_point)) {
+        return HELIA_STATUS_BAD_PARAMETER;
+    }
+    if (helia_ops_overlap(args->output, (size_t)count, args->input, (size_t)count)) {
+        return HELIA_STATUS_PARTIAL_OVERLAP;
+    }
+    return HELIA_STATUS_OK;
+}
+
+helia_status helia_l2_normalization_s8_run(const helia_l2_normalization_s8_args *args)
+{
+    int32_t row;
+    for (row = 0; row < args->rows; ++row) {
+        const int8_t *in = args->input + row * args->depth;
+        int8_t *out = args->output + row * args->depth;
+        int32_t sum = 0;
+        int32_t multiplier;
+        int32_t shift;
+        int32_t k;
+        for (k = 0; k < args->depth; ++k) {
+            const int32_t centred = (int32_t)in[k] - args->input_zero_point;
+            sum += centred * centred;
+        }
+        inverse_sqrt(sum, &multiplier, &shift);
+        for (k = 0; k < args->depth; ++k) {
+            const int32_t centred = (int32_t)in[k] - args->input_zero_point;
+            out[k] = helia_clamp_s8(helia_mbqm_double(centred, multiplier, shift + L2_OUTPUT_SHIFT), -128, 127);
+        }
+    }
+    return HELIA_STATUS_OK;
+}
+
+helia_status helia_l2_normalization_s8(const helia_l2_normalization_s8_args *args)
+{
+    const helia_status status = helia_l2_normalization_s8_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_l2_normalization_s8_run(args);
 }
