@@ -24,7 +24,7 @@ from heliabuild.aot.stage import write_plan
 from heliabuild.codegen.lowering import CodegenError
 from heliabuild.codegen.module import generate_module
 from heliabuild.kernels.int8 import Quant
-from heliabuild.kernels.int8_math import L2_NORMALIZATION_OUTPUT, LOGISTIC_OUTPUT, TANH_OUTPUT
+from heliabuild.kernels.int8_math import L2_NORMALIZATION_OUTPUT, LOG_SOFTMAX_OUTPUT, LOGISTIC_OUTPUT, TANH_OUTPUT
 from heliabuild.model import save_model
 
 IN = Quant(0.06, -5)
@@ -43,6 +43,7 @@ def _cases() -> list[tuple[str, object]]:
         ("hard-swish", unary_model("HARD_SWISH", (1, 5, 5, 16), IN, Quant(0.04, -60))),
         ("rsqrt", unary_model("RSQRT", (4, 33), Quant(0.02, -128), Quant(0.05, -20))),
         ("l2-normalization", unary_model("L2_NORMALIZATION", (1, 6, 40), IN, L2_NORMALIZATION_OUTPUT)),
+        ("log-softmax", unary_model("LOG_SOFTMAX", (3, 50), IN, LOG_SOFTMAX_OUTPUT)),
         (
             "squared-difference",
             squared_difference_model((1, 4, 4, 6), (1, 1, 1, 6), Quant(0.03, 2), Quant(0.05, -9), Quant(0.02, -128)),

@@ -262,3 +262,22 @@ def test_l2_normalization_is_bit_exact(
     model = unary_model("L2_NORMALIZATION", shape, input_quant, int8_math.L2_NORMALIZATION_OUTPUT)
     expected = run_reference(model, [x])
     assert kernels.l2_normalization(input_quant.zero_point, x).tobytes() == expected.tobytes()
+
+
+@settings(max_examples=200)
+@given(
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 80)) | st.tuples(st.just(1), st.integers(500, 4095)),
+    input_quant=quants(1e-3, 2.0),
+    seed=SEED,
+    flat=st.booleans(),
+)
+def test_log_softmax_is_bit_exact(
+    kernels: Int8MathKernels, shape: tuple[int, int], input_quant: Quant, seed: int, flat: bool
+) -> None:
+    """Random rows, and rows of nearly equal values (a large sum of exps, so a large log)."""
+    x = _codes(seed, shape)
+    if flat:
+        x = np.clip(x // 32 + 100, -128, 127).astype(np.int8)
+    expected = run_reference(unary_model("LOG_SOFTMAX", shape, input_quant, int8_math.LOG_SOFTMAX_OUTPUT), [x])
+    params = int8_math.log_softmax_params(input_quant.scale)
+    assert kernels.log_softmax(params, x).tobytes() == expected.tobytes()

@@ -1,8 +1,8 @@
 """The LUT, arithmetic-heavy and spatial int8 kernels on the target: seeded random cases of each (LOGISTIC,
-TANH, EXP, HARD_SWISH, RSQRT, SQUARED_DIFFERENCE, L2_NORMALIZATION, BATCH_MATMUL, TRANSPOSE_CONV, both RESIZEs;
-CASES_PER_OPERATOR each), their outputs taken from LiteRT's reference kernels, replayed by one Cortex-M55
-firmware on QEMU mps3-an547 (the firmware library built once per session); every output must match LiteRT byte
-for byte there too (tests/test_kernels_int8_m55.py's replay)."""
+TANH, EXP, HARD_SWISH, RSQRT, SQUARED_DIFFERENCE, L2_NORMALIZATION, LOG_SOFTMAX, BATCH_MATMUL, TRANSPOSE_CONV,
+both RESIZEs; CASES_PER_OPERATOR each), their outputs taken from LiteRT's reference kernels, replayed by one
+Cortex-M55 firmware on QEMU mps3-an547 (the firmware library built once per session); every output must match
+LiteRT byte for byte there too (tests/test_kernels_int8_m55.py's replay)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ class MathEmitter(Emitter):
         int8_math.HardSwishArgs: "helia_hard_swish_s8_args",
         int8_math.RsqrtArgs: "helia_rsqrt_s8_args",
         int8_math.L2NormalizationArgs: "helia_l2_normalization_s8_args",
+        int8_math.LogSoftmaxArgs: "helia_log_softmax_s8_args",
         int8_spatial.BatchMatmulArgs: "helia_batch_matmul_s8_args",
         int8_spatial.ResizeArgs: "helia_resize_s8_args",
     }
@@ -102,6 +103,13 @@ def case_l2_normalization(k: Kernels, rng: np.random.Generator) -> np.ndarray:
     return expected
 
 
+def case_log_softmax(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+    x, iq = _codes(rng), _quant(rng, 1e-3, 2.0)
+    expected = run_reference(unary_model("LOG_SOFTMAX", x.shape, iq, int8_math.LOG_SOFTMAX_OUTPUT), [x])
+    k.log_softmax(int8_math.log_softmax_params(iq.scale), x)
+    return expected
+
+
 def case_batch_matmul(k: Kernels, rng: np.random.Generator) -> np.ndarray:
     batch = tuple(int(v) for v in rng.integers(1, 3, size=int(rng.integers(0, 3))))
     rows, depth, cols = (int(v) for v in rng.integers(1, 9, size=3))
@@ -164,6 +172,7 @@ CASES: dict[str, Case] = {
     "rsqrt": case_rsqrt,
     "squared_difference": case_squared_difference,
     "l2_normalization": case_l2_normalization,
+    "log_softmax": case_log_softmax,
     "batch_matmul": case_batch_matmul,
     "transpose_conv": case_transpose_conv,
     "resize_nearest": _resize("nearest"),

@@ -654,6 +654,34 @@ def _l2_normalization(op: OperatorFacts) -> KernelCall:
     )
 
 
+def _log_softmax(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(tuple(data.shape) == tuple(output.shape), "LOG_SOFTMAX input and output shapes differ")
+    required = int8_math.LOG_SOFTMAX_OUTPUT
+    _need(
+        _quant(output, "output") == required,
+        f"output quantization is not LiteRT's ({required.scale}, {required.zero_point})",
+    )
+    params = int8_math.log_softmax_params(_quant(data, "input").scale)
+    depth = data.shape[-1] if data.shape else 1
+    return KernelCall.of(
+        op,
+        "helia_log_softmax_s8_run",
+        "helia_log_softmax_s8_args",
+        check="helia_log_softmax_s8_check",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("rows", data.element_count // max(depth, 1)),
+            ("depth", depth),
+            *vars(params).items(),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
 def _batch_matmul(op: OperatorFacts) -> KernelCall:
     lhs = _dtype(op.input(0), "int8", "lhs")
     rhs = _dtype(op.input(1), "int8", "rhs")
@@ -892,6 +920,7 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
     **dict.fromkeys(_ELEMENT_WISE_S8, lambda op, _: _element_wise_s8(op, _ELEMENT_WISE_S8[op.op_type])),
     "SQUARED_DIFFERENCE": _squared_difference,
     "L2_NORMALIZATION": lambda op, _: _l2_normalization(op),
+    "LOG_SOFTMAX": lambda op, _: _log_softmax(op),
     "BATCH_MATMUL": lambda op, _: _batch_matmul(op),
     "TRANSPOSE_CONV": lambda op, _: _transpose_conv(op),
     **dict.fromkeys(("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"), lambda op, _: _resize(op)),

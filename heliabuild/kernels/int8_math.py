@@ -34,13 +34,15 @@ from heliabuild.kernels.int8 import (
     _c_array,
     _pointer,
     quantize_multiplier,
+    softmax_params,
 )
 
 LOOKUP_OPERATORS = ("LOGISTIC", "TANH", "EXP")
 LOGISTIC_OUTPUT = Quant(1.0 / 256.0, -128)
 TANH_OUTPUT = Quant(1.0 / 128.0, 0)
 L2_NORMALIZATION_OUTPUT = Quant(1.0 / 128.0, 0)
-"""The output quantization LiteRT requires of int8 LOGISTIC, TANH and L2_NORMALIZATION."""
+LOG_SOFTMAX_OUTPUT = Quant(16.0 / 256.0, 127)
+"""The output quantization LiteRT requires of int8 LOGISTIC, TANH, L2_NORMALIZATION and LOG_SOFTMAX."""
 SQUARED_DIFFERENCE_LEFT_SHIFT = 7
 RSQRT_SHIFT = 20
 _F32 = np.float32
@@ -177,6 +179,28 @@ def squared_difference_params(input1: Quant, input2: Quant, output: Quant) -> Bi
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class LogSoftmaxParams:
+    input_multiplier: int
+    input_left_shift: int
+    reverse_multiplier: int
+    reverse_shift: int
+    diff_min: int
+
+
+def log_softmax_params(input_scale: float) -> LogSoftmaxParams:
+    """TFLite's int8 LOG_SOFTMAX preparation: SOFTMAX's input scaling (beta 1, 5 integer bits) and the
+    multiplier of its inverse, 2^(31 - shift) / multiplier, as a multiplier below one."""
+    softmax = softmax_params(input_scale, 1.0)
+    real = float(1 << (31 - softmax.input_left_shift)) / float(softmax.input_multiplier)
+    reverse_multiplier, reverse_shift = quantize_multiplier(real)
+    if reverse_shift > 0:
+        raise Int8KernelError(f"int8 log softmax: input scale {input_scale!r} is too large (a reverse scale above 1)")
+    return LogSoftmaxParams(
+        softmax.input_multiplier, softmax.input_left_shift, reverse_multiplier, reverse_shift, softmax.diff_min
+    )
+
+
 # ---- ctypes -------------------------------------------------------------------------------------
 
 
@@ -208,6 +232,14 @@ class L2NormalizationArgs(ctypes.Structure):
     ]  # fmt: skip
 
 
+class LogSoftmaxArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("output", _I8),
+        *[(name, ctypes.c_int32) for name in ("rows", "depth", "input_multiplier", "input_left_shift",
+                                              "reverse_multiplier", "reverse_shift", "diff_min")],
+    ]  # fmt: skip
+
+
 class Int8MathKernels(Int8Kernels):
     """Int8Kernels plus the LUT and arithmetic-heavy kernels; each method returns a new output array."""
 
@@ -218,6 +250,7 @@ class Int8MathKernels(Int8Kernels):
         "helia_rsqrt_s8": ([ctypes.POINTER(RsqrtArgs)], ctypes.c_int),
         "helia_squared_difference_s8": ([ctypes.POINTER(BinaryArgs)], ctypes.c_int),  # binary("squared_difference")
         "helia_l2_normalization_s8": ([ctypes.POINTER(L2NormalizationArgs)], ctypes.c_int),
+        "helia_log_softmax_s8": ([ctypes.POINTER(LogSoftmaxArgs)], ctypes.c_int),
     }
 
     def lookup(self, table: np.ndarray, input: np.ndarray) -> np.ndarray:
@@ -256,4 +289,16 @@ class Int8MathKernels(Int8Kernels):
         depth = x.shape[-1] if x.ndim else 1
         args = L2NormalizationArgs(_pointer(x, _I8), _pointer(out, _I8), x.size // depth, depth, input_zero_point)
         self._call("helia_l2_normalization_s8", args, arrays=(x, out))
+        return out
+
+    def log_softmax(self, params: LogSoftmaxParams, input: np.ndarray) -> np.ndarray:
+        """LOG_SOFTMAX over the last axis; the output has LiteRT's quantization (16/256, 127)."""
+        x = _c_array(input, "int8")
+        out = np.zeros(x.shape, np.int8)
+        depth = x.shape[-1] if x.ndim else 1
+        args = LogSoftmaxArgs(
+            _pointer(x, _I8), _pointer(out, _I8), x.size // depth, depth, params.input_multiplier,
+            params.input_left_shift, params.reverse_multiplier, params.reverse_shift, params.diff_min,
+        )  # fmt: skip
+        self._call("helia_log_softmax_s8", args, arrays=(x, out))
         return out

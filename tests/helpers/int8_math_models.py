@@ -19,6 +19,7 @@ UNARY_CODES = {
     "HARD_SWISH": (OP.HARD_SWISH, 1),
     "RSQRT": (OP.RSQRT, 2),
     "L2_NORMALIZATION": (OP.L2_NORMALIZATION, 2),
+    "LOG_SOFTMAX": (OP.LOG_SOFTMAX, 2),
 }
 """Operator -> (builtin code, the version LiteRT 2.3 registers for its int8 form)."""
 

@@ -259,6 +259,26 @@ helia_status helia_l2_normalization_s8_check(const helia_l2_normalization_s8_arg
 helia_status helia_l2_normalization_s8_run(const helia_l2_normalization_s8_args *args);
 helia_status helia_l2_normalization_s8(const helia_l2_normalization_s8_args *args);
 
+/* ---- LOG_SOFTMAX over the last axis (ops_softmax.c): output scale 16/256, zero point 127 -----------
+ * y = clamp(RDBPOT(scaled(x - max) - log(sum of exps), 22) + 127) where x - max is above the adjusted
+ * minimum, else -128; the exps, their Q12.19 sum and the scaling are SOFTMAX's, the log TFLite's fixed-point
+ * log for x >= 1. */
+typedef struct helia_log_softmax_s8_args {
+    const int8_t *input;         /* [rows, depth] */
+    int8_t *output;              /* [rows, depth] */
+    int32_t rows;
+    int32_t depth;               /* < 4096 */
+    int32_t input_multiplier;    /* as SOFTMAX's, beta 1 */
+    int32_t input_left_shift;
+    int32_t reverse_multiplier;  /* 2^(31 - input_left_shift) / input_multiplier, below one */
+    int32_t reverse_shift;       /* <= 0 */
+    int32_t diff_min;
+} helia_log_softmax_s8_args;
+
+helia_status helia_log_softmax_s8_check(const helia_log_softmax_s8_args *args);
+helia_status helia_log_softmax_s8_run(const helia_log_softmax_s8_args *args);
+helia_status helia_log_softmax_s8(const helia_log_softmax_s8_args *args);
+
 /* ---- int8 SQUARED_DIFFERENCE (ops_arith.c), NumPy broadcasting over rank <= 6 ------------------------
  * helia_binary_s8_args: left_shift 7, both input multipliers and the output multiplier below one (shifts
  * <= 0); act_min/act_max the int8 range. */
