@@ -121,3 +121,21 @@ def _refusal(tmp_path: Path, model: object) -> str:
 )
 def test_forms_no_kernel_takes_are_refused_with_the_reason(tmp_path: Path, model: object, reason: str) -> None:
     assert re.search(reason, _refusal(tmp_path, model))
+
+
+@pytest.mark.parametrize("kind", ["counter", "counter_no_init"])
+def test_a_stateful_model_is_refused_saying_why(kind: str) -> None:
+    from heliabuild.codegen.lowering import lower_model
+    from heliabuild.synth import synthesize
+
+    with pytest.raises(CodegenError) as refused:
+        lower_model(synthesize(kind), kind)
+    state = (
+        "CALL_ONCE x1, VAR_HANDLE x2, READ_VARIABLE x1, ASSIGN_VARIABLE x2"
+        if kind == "counter"
+        else ("VAR_HANDLE x1, READ_VARIABLE x1, ASSIGN_VARIABLE x2")
+    )
+    assert refused.value.message == (
+        f"{kind}: the model holds state ({state}): the generated module keeps no resource variables between "
+        "invokes, so the acquisition lifecycle's carry could not hold them; stateful models are not supported yet"
+    )

@@ -28,6 +28,7 @@ from heliabuild.kernels import contracts_native, int8, int8_math, int8_spatial
 from heliabuild.kernels import operators as contracts
 from heliabuild.kernels.operators.admission import CORTEX_M55, TensorSpec, activation_name
 from heliabuild.model.io import Model
+from heliabuild.model.opcodes import operator_type
 
 MAX_RANK = 6
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -931,12 +932,34 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
 
 Lowering = Callable[[OperatorFacts, Model], KernelCall]
 
+STATE_OPERATORS = ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE")
+"""The operators of resource variables and their one-time initialization."""
+
+
+def _state_operators(model: Model) -> list[str]:
+    """Each state operator type the model's subgraphs use with its count, e.g. ['CALL_ONCE x1', ...]."""
+    counts: dict[str, int] = {}
+    for graph in model.subgraphs:
+        for op in graph.operators or []:
+            name = operator_type(model.operator_codes[op.opcodeIndex])
+            if name in STATE_OPERATORS:
+                counts[name] = counts.get(name, 0) + 1
+    return [f"{name} x{counts[name]}" for name in STATE_OPERATORS if name in counts]
+
 
 def lower_model(
     model: Model, source: str = "model", *, extra: Mapping[str, Lowering] | None = None
 ) -> list[KernelCall]:
     """One KernelCall per operator of subgraph 0, in execution order; CodegenError naming every refused operator.
     `extra` admits further operator types (a target's own: heliabuild.codegen.npu for an Ethos-U)."""
+    state = _state_operators(model)
+    if state:
+        raise CodegenError(
+            f"{source}: the model holds state ({', '.join(state)}): the generated module keeps no resource "
+            "variables between invokes, so the acquisition lifecycle's carry could not hold them; stateful models "
+            "are not supported yet",
+            hint='docs/firmware.md, "Admission"',
+        )
     if len(model.subgraphs) != 1:
         raise CodegenError(f"{source}: {len(model.subgraphs)} subgraphs; the module generator runs one")
     facts = model_facts(model)
