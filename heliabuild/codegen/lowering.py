@@ -601,6 +601,7 @@ def _squared_difference(op: OperatorFacts, model: Model) -> KernelCall:
     first = op.input(0)
     if first is None or first.dtype != "int8":
         return _contract_binary(op, model)
+    # ADD's and MUL's lowering checks the operands and gives the broadcast fields; its multipliers are replaced.
     call = _binary(op)
     _need(op.fused_activation in (None, "NONE"), "SQUARED_DIFFERENCE has no fused activation")
     params = int8_math.squared_difference_params(
