@@ -13,6 +13,7 @@ import pytest
 from conftest import require_firmware_tools
 from helpers.int8_math_models import (
     batch_matmul_model,
+    binary_s16_model,
     resize_model,
     squared_difference_model,
     transpose_conv_model,
@@ -79,6 +80,8 @@ def _cases() -> list[tuple[str, object]]:
             "resize-bilinear",
             resize_model("bilinear", (2, 4, 3, 3), (8, 7), IN, align_corners=False, half_pixel_centers=True),
         ),
+        ("add-s16", binary_s16_model("add", (1, 4, 6), (6,), Quant(3e-4, 0), Quant(5e-4, 0), Quant(8e-4, 0), "RELU")),
+        ("mul-s16", binary_s16_model("mul", (2, 5), (2, 1), Quant(3e-4, 0), Quant(5e-4, 0), Quant(2e-3, 0))),
     ]
 
 

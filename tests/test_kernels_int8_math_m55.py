@@ -1,8 +1,8 @@
-"""The LUT, arithmetic-heavy and spatial int8 kernels on the target: seeded random cases of each (LOGISTIC,
+"""The LUT, arithmetic-heavy, spatial and int16 kernels on the target: seeded random cases of each (LOGISTIC,
 TANH, EXP, HARD_SWISH, RSQRT, SQUARED_DIFFERENCE, L2_NORMALIZATION, LOG_SOFTMAX, BATCH_MATMUL, TRANSPOSE_CONV,
-both RESIZEs; CASES_PER_OPERATOR each), their outputs taken from LiteRT's reference kernels, replayed by one
-Cortex-M55 firmware on QEMU mps3-an547 (the firmware library built once per session); every output must match
-LiteRT byte for byte there too (tests/test_kernels_int8_m55.py's replay)."""
+both RESIZEs, int16 ADD and MUL; CASES_PER_OPERATOR each), their outputs taken from LiteRT's reference kernels,
+replayed by one Cortex-M55 firmware on QEMU mps3-an547 (the firmware library built once per session); every
+output must match LiteRT byte for byte there too (tests/test_kernels_int8_m55.py's replay)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import ClassVar
 import numpy as np
 from helpers.int8_math_models import (
     batch_matmul_model,
+    binary_s16_model,
     resize_model,
     squared_difference_model,
     transpose_conv_model,
@@ -21,12 +22,13 @@ from helpers.int8_math_models import (
 from helpers.int8_models import run_reference
 from test_kernels_int8_m55 import STRUCT_TYPES, Emitter, replay_on_cortex_m55
 
-from heliabuild.kernels import int8_math, int8_spatial
+from heliabuild.kernels import int8_math, int8_spatial, int16
 from heliabuild.kernels.int8 import Quant
 from heliabuild.kernels.native import load_host_library
 
 
 class MathEmitter(Emitter):
+    C_TYPES: ClassVar[dict[str, str]] = {**Emitter.C_TYPES, "int16": "int16_t"}
     STRUCT_NAMES: ClassVar[dict[type, str]] = {
         **STRUCT_TYPES,
         int8_math.LookupArgs: "helia_lookup_s8_args",
@@ -36,15 +38,17 @@ class MathEmitter(Emitter):
         int8_math.LogSoftmaxArgs: "helia_log_softmax_s8_args",
         int8_spatial.BatchMatmulArgs: "helia_batch_matmul_s8_args",
         int8_spatial.ResizeArgs: "helia_resize_s8_args",
+        int16.BinaryS16Args: "helia_binary_s16_args",
     }
 
 
-class Kernels(int8_math.Int8MathKernels, int8_spatial.Int8SpatialKernels):
-    """Both families' bindings on one library, so one firmware replays every case."""
+class Kernels(int8_math.Int8MathKernels, int8_spatial.Int8SpatialKernels, int16.Int16Kernels):
+    """The three families' bindings on one library, so one firmware replays every case."""
 
     _SIGNATURES: ClassVar[dict[str, tuple[list[object], object]]] = {
         **int8_math.Int8MathKernels._SIGNATURES,
         **int8_spatial.Int8SpatialKernels._SIGNATURES,
+        **int16.Int16Kernels._SIGNATURES,
     }
 
 
@@ -164,6 +168,23 @@ def _resize(kind: str) -> Case:
     return case
 
 
+def _binary_s16(kind: str) -> Case:
+    def case(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+        shape = tuple(int(v) for v in rng.integers(1, 5, size=int(rng.integers(1, 4))))
+        other = tuple(1 if rng.integers(3) == 0 else d for d in shape)[int(rng.integers(len(shape))) :]
+        a = rng.integers(-32768, 32768, shape, dtype=np.int16)
+        b = rng.integers(-32768, 32768, other, dtype=np.int16)
+        q1, q2 = Quant(float(rng.uniform(1e-5, 1e-2)), 0), Quant(float(rng.uniform(1e-5, 1e-2)), 0)
+        qo = Quant(float(rng.uniform(max(q1.scale, q2.scale) / 2**13, 2e-2)), 0)
+        act = str(rng.choice(["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]))
+        params = (int16.add_s16_params if kind == "add" else int16.mul_s16_params)(q1, q2, qo, act)
+        expected = run_reference(binary_s16_model(kind, a.shape, b.shape, q1, q2, qo, act), [a, b])
+        k.binary_s16(kind, params, a, b)
+        return expected
+
+    return case
+
+
 CASES: dict[str, Case] = {
     "logistic": _lookup("LOGISTIC", int8_math.LOGISTIC_OUTPUT),
     "tanh": _lookup("TANH", int8_math.TANH_OUTPUT),
@@ -177,6 +198,8 @@ CASES: dict[str, Case] = {
     "transpose_conv": case_transpose_conv,
     "resize_nearest": _resize("nearest"),
     "resize_bilinear": _resize("bilinear"),
+    "add_s16": _binary_s16("add"),
+    "mul_s16": _binary_s16("mul"),
 }
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from heliabuild.aot.facts import FENCE_OPERATOR, OperatorFacts, TensorFacts, model_facts
 from heliabuild.errors import HeliaError
 from heliabuild.fence.contract import ELEMENT_BYTES, TYPE_NAMES
-from heliabuild.kernels import contracts_native, int8, int8_math, int8_spatial
+from heliabuild.kernels import contracts_native, int8, int8_math, int8_spatial, int16
 from heliabuild.kernels import operators as contracts
 from heliabuild.kernels.operators.admission import CORTEX_M55, TensorSpec, activation_name
 from heliabuild.model.io import Model
@@ -628,6 +628,49 @@ def _squared_difference(op: OperatorFacts, model: Model) -> KernelCall:
     )
 
 
+def _add_or_mul(op: OperatorFacts) -> KernelCall:
+    """int8 ADD and MUL, or their int16 16x8 forms (zero points 0; ADD with pot_scale_int16 false)."""
+    first = op.input(0)
+    if first is None or first.dtype != "int16":
+        return _binary(op)
+    second = _dtype(op.input(1), "int16", "input 1")
+    output = _dtype(op.output, "int16", "output")
+    _need(
+        op.op_type == "MUL" or not op.option("pot_scale_int16", True),
+        "int16 ADD with power-of-two scales (pot_scale_int16) has no kernel; the general-scale form has",
+    )
+    # The int8 lowering's broadcast fields, at int16.
+    rank = max(len(first.shape), len(second.shape), len(output.shape), 1)
+    _need(rank <= MAX_RANK, f"rank {rank} is above the kernels' {MAX_RANK}")
+    dims = [_broadcast_dims(t.shape, rank) for t in (first, second, output)]
+    expected = tuple(max(a, b) for a, b in zip(dims[0], dims[1], strict=True))
+    _need(
+        all(d in (1, e) for d, e in zip(dims[0] + dims[1], expected + expected, strict=True)) and dims[2] == expected,
+        f"shapes {list(first.shape)} and {list(second.shape)} do not broadcast to {list(output.shape)}",
+    )
+    derive = int16.add_s16_params if op.op_type == "ADD" else int16.mul_s16_params
+    params = derive(_quant(first, "input 0"), _quant(second, "input 1"), _quant(output, "output"), _activation(op))
+    kind = op.op_type.lower()
+    return KernelCall.of(
+        op,
+        f"helia_{kind}_s16_run",
+        "helia_binary_s16_args",
+        check=f"helia_{kind}_s16_check",
+        fields=(
+            ("input1", TensorRef(first.index)),
+            ("input2", TensorRef(second.index)),
+            ("output", TensorRef(output.index)),
+            ("rank", rank),
+            ("input1_dims", InlineInts(dims[0])),
+            ("input2_dims", InlineInts(dims[1])),
+            ("output_dims", InlineInts(dims[2])),
+            *((name, getattr(params, name)) for name, _ in int16.BinaryS16Args._fields_[7:]),
+        ),
+        reads=(first.index, second.index),
+        writes=(output.index,),
+    )
+
+
 def _l2_normalization(op: OperatorFacts) -> KernelCall:
     data = _dtype(op.input(0), "int8", "input")
     output = _dtype(op.output, "int8", "output")
@@ -908,8 +951,8 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
     "FULLY_CONNECTED": lambda op, _: _fully_connected(op),
     "AVERAGE_POOL_2D": lambda op, _: _pool(op),
     "MAX_POOL_2D": lambda op, _: _pool(op),
-    "ADD": lambda op, _: _binary(op),
-    "MUL": lambda op, _: _binary(op),
+    "ADD": lambda op, _: _add_or_mul(op),
+    "MUL": lambda op, _: _add_or_mul(op),
     "RESHAPE": lambda op, _: _reshape(op),
     "SOFTMAX": lambda op, _: _softmax(op),
     "PAD": _pad,

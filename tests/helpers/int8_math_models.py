@@ -117,3 +117,27 @@ def resize_model(
     options.alignCorners, options.halfPixelCenters = align_corners, half_pixel_centers
     builder.operator(code, [x, size], [y], options, version=3)
     return _finish(builder, [x], y, f"resize_{kind}")
+
+
+def binary_s16_model(
+    kind: str,
+    shape1: Sequence[int],
+    shape2: Sequence[int],
+    quant1: Quant,
+    quant2: Quant,
+    output_quant: Quant,
+    activation: str = "NONE",
+) -> Model:
+    """int16 ADD (general scales: pot_scale_int16 false, as the converter's 16x8 mode emits it) or MUL."""
+    builder = GraphBuilder()
+    a = builder.activation("input1", shape1, "int16", _q(quant1))
+    b = builder.activation("input2", shape2, "int16", _q(quant2))
+    y = builder.activation("output", np.broadcast_shapes(tuple(shape1), tuple(shape2)), "int16", _q(output_quant))
+    if kind == "add":
+        options, code, version = schema.AddOptionsT(), OP.ADD, 3
+        options.potScaleInt16 = False
+    else:
+        options, code, version = schema.MulOptionsT(), OP.MUL, 4
+    options.fusedActivationFunction = ACTIVATION_CODES[activation]
+    builder.operator(code, [a, b], [y], options, version=version)
+    return _finish(builder, [a, b], y, f"{kind}_s16")

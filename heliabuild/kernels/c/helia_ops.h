@@ -279,6 +279,35 @@ helia_status helia_log_softmax_s8_check(const helia_log_softmax_s8_args *args);
 helia_status helia_log_softmax_s8_run(const helia_log_softmax_s8_args *args);
 helia_status helia_log_softmax_s8(const helia_log_softmax_s8_args *args);
 
+/* ---- int16 ADD and MUL, the converter's 16x8 forms (ops_int16.c), NumPy broadcasting -----------------
+ * As the int8 ADD and MUL with int16 values: ADD lifts both inputs by 2^left_shift (15) and uses three
+ * multipliers below one; MUL one multiplier. LiteRT's int16 zero points are 0; act_min/act_max in int16. */
+typedef struct helia_binary_s16_args {
+    const int16_t *input1;
+    const int16_t *input2;
+    int16_t *output;             /* may be exactly input1 or input2 when it has the same extents */
+    int32_t rank;
+    int32_t input1_dims[HELIA_OPS_MAX_RANK];
+    int32_t input2_dims[HELIA_OPS_MAX_RANK];
+    int32_t output_dims[HELIA_OPS_MAX_RANK];
+    int32_t left_shift;          /* ADD: 15; MUL: unused */
+    int32_t input1_multiplier;   /* ADD only */
+    int32_t input1_shift;
+    int32_t input2_multiplier;   /* ADD only */
+    int32_t input2_shift;
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} helia_binary_s16_args;
+
+helia_status helia_add_s16_check(const helia_binary_s16_args *args);
+helia_status helia_add_s16_run(const helia_binary_s16_args *args);
+helia_status helia_add_s16(const helia_binary_s16_args *args);
+helia_status helia_mul_s16_check(const helia_binary_s16_args *args);
+helia_status helia_mul_s16_run(const helia_binary_s16_args *args);
+helia_status helia_mul_s16(const helia_binary_s16_args *args);
+
 /* ---- int8 SQUARED_DIFFERENCE (ops_arith.c), NumPy broadcasting over rank <= 6 ------------------------
  * helia_binary_s8_args: left_shift 7, both input multipliers and the output multiplier below one (shifts
  * <= 0); act_min/act_max the int8 range. */

@@ -9,6 +9,7 @@
  *
  * C99, no heap, no recursion, no floating point.
  */
+#include "helia_broadcast.h"
 #include "helia_fixed.h"
 #include "helia_ops.h"
 
@@ -41,37 +42,12 @@ static int8_t squared_difference_one(const helia_binary_s8_args *args, int32_t x
 
 helia_status helia_squared_difference_s8_run(const helia_binary_s8_args *args)
 {
-    int32_t stride1[HELIA_OPS_MAX_RANK];
-    int32_t stride2[HELIA_OPS_MAX_RANK];
-    int32_t position[HELIA_OPS_MAX_RANK];
-    int32_t extent1 = 1;
-    int32_t extent2 = 1;
-    int32_t total = 1;
-    int32_t at1 = 0;
-    int32_t at2 = 0;
-    int32_t axis;
+    helia_broadcast_walk walk = helia_broadcast_begin(args->rank, args->input1_dims, args->input2_dims,
+                                                      args->output_dims);
     int32_t n;
-    /* Each input's element step per output axis: 0 where it broadcasts. */
-    for (axis = args->rank - 1; axis >= 0; --axis) {
-        stride1[axis] = args->input1_dims[axis] == 1 ? 0 : extent1;
-        stride2[axis] = args->input2_dims[axis] == 1 ? 0 : extent2;
-        extent1 *= args->input1_dims[axis];
-        extent2 *= args->input2_dims[axis];
-        total *= args->output_dims[axis];
-        position[axis] = 0;
-    }
-    for (n = 0; n < total; ++n) {
-        args->output[n] = squared_difference_one(args, args->input1[at1], args->input2[at2]);
-        for (axis = args->rank - 1; axis >= 0; --axis) {
-            at1 += stride1[axis];
-            at2 += stride2[axis];
-            if (++position[axis] < args->output_dims[axis]) {
-                break;
-            }
-            at1 -= stride1[axis] * position[axis];
-            at2 -= stride2[axis] * position[axis];
-            position[axis] = 0;
-        }
+    for (n = 0; n < walk.total; ++n) {
+        args->output[n] = squared_difference_one(args, args->input1[walk.at1], args->input2[walk.at2]);
+        helia_broadcast_next(&walk);
     }
     return HELIA_STATUS_OK;
 }
