@@ -119,8 +119,14 @@ def _refusal(tmp_path: Path, model: object) -> str:
             squared_difference_model((2, 3), (2, 3), Quant(0.5, 0), Quant(0.5, 0), Quant(1e-5, 0)),
             r"\(SQUARED_DIFFERENCE\): int8 squared difference: output scale",
         ),
+        (
+            binary_s16_model(
+                "add", (2, 3), (2, 3), Quant(2**-10, 0), Quant(2**-10, 0), Quant(2**-9, 0), pot_scale=True
+            ),
+            r"\(ADD\): int16 ADD with power-of-two scales \(pot_scale_int16\) has no kernel",
+        ),
     ],
-    ids=["logistic-output-scale", "hard-swish-output-scale", "squared-difference-output-scale"],
+    ids=["logistic-output-scale", "hard-swish-output-scale", "squared-difference-output-scale", "add-s16-pot"],
 )
 def test_forms_no_kernel_takes_are_refused_with_the_reason(tmp_path: Path, model: object, reason: str) -> None:
     assert re.search(reason, _refusal(tmp_path, model))

@@ -127,6 +127,7 @@ def binary_s16_model(
     quant2: Quant,
     output_quant: Quant,
     activation: str = "NONE",
+    pot_scale: bool = False,
 ) -> Model:
     """int16 ADD (general scales: pot_scale_int16 false, as the converter's 16x8 mode emits it) or MUL."""
     builder = GraphBuilder()
@@ -135,7 +136,7 @@ def binary_s16_model(
     y = builder.activation("output", np.broadcast_shapes(tuple(shape1), tuple(shape2)), "int16", _q(output_quant))
     if kind == "add":
         options, code, version = schema.AddOptionsT(), OP.ADD, 3
-        options.potScaleInt16 = False
+        options.potScaleInt16 = pot_scale
     else:
         options, code, version = schema.MulOptionsT(), OP.MUL, 4
     options.fusedActivationFunction = ACTIVATION_CODES[activation]
