@@ -360,6 +360,20 @@ def _command_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_module(args: argparse.Namespace) -> int:
+    from heliabuild.module.export import export_module
+    from heliabuild.module.layouts import DEFAULT_LAYOUT, LAYOUT_VARIABLE
+
+    layout = args.layout or os.environ.get(LAYOUT_VARIABLE) or DEFAULT_LAYOUT
+    export = export_module(
+        args.model, args.plan, args.output, layout=layout, prefix=args.prefix, arena_section=args.arena_section
+    )
+    files = export.manifest["files"]
+    assert isinstance(files, dict)
+    print(f"heliabuild: module {export.folder} ({export.layout}, {len(files) + 1} files)")
+    return 0
+
+
 def _command_ops(args: argparse.Namespace) -> int:
     from heliabuild.vela.ops_table import format_table, operator_table
 
@@ -593,6 +607,26 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--fields", choices=("statistics", "samples"), default="statistics")
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.set_defaults(run=_command_export)
+
+    module = commands.add_parser(
+        "module",
+        help="export a model and its AOT plan as a self-contained C module folder a firmware links (docs/module.md)",
+    )
+    module.add_argument("model", type=Path, metavar="MODEL", help="the .tflite model (fenced or not) the plan is of")
+    module.add_argument("plan", type=Path, metavar="PLAN", help="its <prefix>_plan.json")
+    module.add_argument("-o", "--output", type=Path, required=True, metavar="OUTDIR", help="the module folder")
+    module.add_argument(
+        "--layout",
+        choices=("plain", "cmake", "zephyr", "cmsis-pack"),
+        help="the build files to add (default: $HELIA_MODULE_LAYOUT, else plain)",
+    )
+    module.add_argument("--prefix", help="the C prefix of the module's symbols (default: the plan's module prefix)")
+    module.add_argument(
+        "--arena-section",
+        metavar="NAME",
+        help="define the arena in this linker section (default: the caller defines <prefix>_model_arena)",
+    )
+    module.set_defaults(run=_command_module)
 
     ops = commands.add_parser("ops", help="list a model's operators (and Vela's estimate of each) to choose fences")
     ops.add_argument("model", type=Path, metavar="MODEL", help="the .tflite model, fenced or not")

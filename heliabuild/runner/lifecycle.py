@@ -104,13 +104,15 @@ def _lifecycle_counts(runner: Runner) -> tuple[str, int, int]:
     return state, warmups, measured
 
 
-def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
+def measure(runner: Runner, timeout_s: float | None = None, result_dir: Path | None = None) -> Measurement:
     """Execute the lifecycle the runner's policy states with the runner's backend; what it measured.
-    `timeout_s` bounds a run on a simulated target (default heliabuild.runner.qemu.DEFAULT_TIMEOUT_S)."""
+    `timeout_s` bounds a run on a simulated target (default heliabuild.runner.qemu.DEFAULT_TIMEOUT_S). An fvp
+    run that fails in a way its log reader does not know keeps the log beside `result_dir`
+    (heliabuild.runner.fvp.keep_log)."""
     if runner.backend == "fvp":
         from heliabuild.runner.fvp import measurement
 
-        return measurement(runner, timeout_s, _segments(runner))
+        return measurement(runner, timeout_s, _segments(runner), result_dir)
     if runner.backend == qemu.BACKEND:
         return _measure_qemu(runner, qemu.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
     if runner.backend != "litert":
@@ -243,7 +245,7 @@ def run_runner(
     scopes: dict[str, Any] | None = None
     extra_versions: dict[str, str | None] = {}
     if runner.policy["fvp_enabled"]:
-        result = measure(runner, timeout_s)
+        result = measure(runner, timeout_s, Path(result_dir))
         receipt = Receipt(
             state=result.state,
             warmup_invokes=result.warmup_invokes,
