@@ -34,3 +34,40 @@ def test_families_are_bit_exact_on_qemu_fenced_and_unfenced(
     for sample in run.samples:
         assert len(sample.segment_ticks) == len(fences) + 1
         assert all(ticks > 0 for ticks in sample.segment_ticks)
+
+
+@pytest.mark.parametrize(
+    ("family", "kernels"),
+    [
+        ("mobilenet_v3_block", {"ops_lut.c", "ops_conv.c", "ops_elementwise.c", "ops_pool.c", "ops_softmax.c"}),
+        ("transformer", {"ops_arith.c", "ops_lut.c", "ops_matmul.c", "ops_softmax.c", "ops_conv.c"}),
+        ("unet_decoder", {"ops_matmul.c", "ops_resize.c", "ops_conv.c", "ops_shape.c"}),
+    ],
+)
+def test_family_exports_carry_the_kernel_sources_they_call_and_compile(
+    tmp_path: Path, family: str, kernels: set[str]
+) -> None:
+    """`heliabuild module` derives the kernel sources from the calls: each family's export holds the new
+    kernels' files and compiles with the export's own flags."""
+    import subprocess
+
+    from conftest import require_firmware_tools
+
+    from heliabuild.aot.stage import write_plan
+    from heliabuild.module.export import compiler_flags, export_module
+
+    require_firmware_tools()
+    source = tmp_path / f"{family}.tflite"
+    save_model(synthesize(family, seed=1), source)
+    write_plan(source, tmp_path / "plan", "net", "mps3_an547")
+    folder = tmp_path / "module"
+    export_module(source, tmp_path / "plan" / "net_plan.json", folder)
+    sources = sorted((folder / "src").glob("*.c"))
+    assert kernels <= {path.name for path in sources}
+    for path in sources:
+        compiled = subprocess.run(
+            ["arm-none-eabi-gcc", *compiler_flags(), "-I", str(folder / "include"), "-I", str(folder / "src"),
+             "-c", str(path), "-o", str(tmp_path / f"{path.stem}.o")],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert compiled.returncode == 0, compiled.stderr[-2000:]
