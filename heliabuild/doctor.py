@@ -27,6 +27,8 @@ from heliabuild.errors import HeliaError
 
 BACKENDS = ("litert", "qemu-m55", "fvp")
 PROBE_TIMEOUT_S = 30.0
+EXIT_CANNOT_RUN = 2
+"""A backend named with --backend cannot run here: the machine's configuration, as the CLI's bad-input status."""
 NAME_WIDTH = 32
 """The report's name column: a longer name pushes its line's version to the right."""
 
@@ -288,19 +290,23 @@ def add_command(commands: argparse._SubParsersAction) -> None:
         action="append",
         choices=BACKENDS,
         default=[],
-        help="exit 1 unless this backend can run here (repeatable)",
+        help="exit 2 unless this backend can run here (repeatable)",
     )
     doctor.set_defaults(run=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """`heliabuild doctor`: print the report; 1 when a backend named with --backend cannot run, else 0."""
+    """`heliabuild doctor`: print the report; 2 (this machine's configuration cannot run it) when a backend named
+    with --backend cannot run, with one error line, else 0."""
+    from heliabuild.colour import coloured
+
     ready = readiness(found := findings())
     sys.stdout.write(report(found, ready))
     failing = [backend.backend for backend in ready if backend.backend in args.backend and not backend.ready]
     if failing:
-        print(f"heliabuild: doctor: {', '.join(failing)} cannot run here (see above)", file=sys.stderr)
-        return 1
+        line = f"heliabuild: error: doctor: {', '.join(failing)} cannot run here (what it lacks is listed above)"
+        print(coloured(line, sys.stderr), file=sys.stderr)
+        return EXIT_CANNOT_RUN
     return 0
 
 

@@ -124,6 +124,16 @@ def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_library(tmp_path_factory.mktemp("firmware-library"))
 
 
+@pytest.fixture(scope="session")
+def host_kernel_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The build folder of the host kernel library (heliabuild.kernels.native), built once for the session."""
+    from heliabuild.kernels.native import load_host_library
+
+    folder = tmp_path_factory.mktemp("heliakernels-host")
+    load_host_library(folder)
+    return folder
+
+
 def fake_fvp_folder(folder: Path) -> Path:
     """`folder`, created, holding one FAKE FVP executable (tests/helpers/fake_fvp.py, a test double) per FVP
     target name, run by this interpreter; put it first on PATH."""

@@ -73,8 +73,8 @@ def test_a_path_without_the_toolchain_and_qemu_says_what_to_install_and_fails_th
     empty = tmp_path / "bin"
     empty.mkdir()
     result = doctor("--backend", "qemu-m55", path=str(empty))
-    assert result.returncode == 1, result
-    assert result.stderr == "heliabuild: doctor: qemu-m55 cannot run here (see above)\n"
+    assert result.returncode == 2, result
+    assert result.stderr == "heliabuild: error: doctor: qemu-m55 cannot run here (what it lacks is listed above)\n"
     block = backend_block(result.stdout, "qemu-m55")
     assert "arm-none-eabi-gcc: arm-none-eabi-gcc is not on PATH" in block, block
     assert "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi" in block

@@ -61,6 +61,7 @@ SEGMENT_FILE = "segment_{index}.tflite"
 """A segment sub-model's name in the run's private temporary folder."""
 SCOPES = {
     "cycles": COUNTER_SCOPE,
+    "traffic_beats": COUNTER_SCOPE,
     "instructions": None,
     "latency_s": None,
     "segment_latency_s": None,
@@ -495,12 +496,12 @@ def measure_aot(
     runner: Any, command: list[str], bound_s: float, source: str, result_dir: Path | None = None
 ) -> AotMeasurement:
     """Run the job `command` (the recorded command with this machine's paths) and verify what the firmware
-    reports (module docstring). FvpError or FirmwareError for a run the host cannot trust; RunnerError when
-    an output differs from the reference by more than the policy's `verification.max_abs_diff`."""
+    reports (module docstring). FvpError or FirmwareError for a run the host cannot trust; VerificationError
+    when an output differs from the reference by more than the policy's `verification.max_abs_diff`."""
     from heliabuild.firmware.protocol import read_stream, stream_failure
     from heliabuild.fvp.launch import run_job
     from heliabuild.fvp.log import CORE_PLATFORM, UnreadLog, read_log
-    from heliabuild.runner.qemu import expectation_of, verify_samples
+    from heliabuild.runner.qemu import expectation_of, verified_samples
 
     firmware = runner.document["fvp"]["firmware"]
     vela_sha256 = runner.document["inputs"]["vela_model"]["sha256"]
@@ -512,12 +513,15 @@ def measure_aot(
     if log.exit_code != 0:
         raise FvpError(stream_failure(log.text, log.exit_code, source))
     run = read_stream(log.text, expectation, source)
-    checks = verify_samples(runner, run, expectation, fills)
+    verified = verified_samples(runner, run, expectation, fills)
+    figures = [sample_figures(sample.segment_counters) for sample in run.samples]
+    for figure, (_, finite) in zip(figures, verified, strict=True):
+        figure["sanity"] = {**figure["sanity"], "outputs_finite": finite}  # read from the outputs' bytes
     return AotMeasurement(
         state=run.receipt.state,
         warmup_invokes=run.receipt.warmup_invokes,
         measured_invokes=run.receipt.measured_invokes,
-        figures=[sample_figures(sample.segment_counters) for sample in run.samples],
+        figures=figures,
         outputs=[list(sample.outputs) for sample in run.samples],
-        verification=checks,
+        verification=[checks for checks, _ in verified],
     )
