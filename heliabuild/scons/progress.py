@@ -34,7 +34,7 @@ import SCons.Node.FS
 from SCons.Action import FunctionAction
 from SCons.Node import Node
 
-from heliabuild.progress import clear_status
+from heliabuild.progress import CLEAR, clear_status
 from heliabuild.scons.collector import stage_running
 from heliabuild.scons.interrupt import EXIT_INTERRUPTED, StageInterrupted, interruptible
 from heliabuild.scons.interrupt import requested as interrupted
@@ -106,7 +106,10 @@ class StageAction(FunctionAction):
                 if line:
                     clear_status()
                     ending = "interrupted" if status else elapsed_text(time.monotonic() - started)
-                    print(f"{line}: {ending}", file=sys.stderr if status else sys.stdout, flush=True)
+                    stream = sys.stderr if status else sys.stdout
+                    # after Ctrl-C a terminal has echoed ^C where the cursor was: start the line afresh
+                    erase = CLEAR if status and stream.isatty() else ""
+                    print(f"{erase}{line}: {ending}", file=stream, flush=True)
             return status
         finally:
             _current.number = None
