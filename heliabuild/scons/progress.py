@@ -34,6 +34,7 @@ from SCons.Node import Node
 
 from heliabuild.progress import clear_status
 from heliabuild.scons.collector import stage_running
+from heliabuild.scons.messages import stage_running_on
 
 PREFIX = "heliabuild: "
 
@@ -88,7 +89,7 @@ class StageAction(FunctionAction):
         _current.number, _current.total = _start()
         started = time.monotonic()
         try:
-            with stage_running():
+            with stage_running(), stage_running_on(executor.get_all_targets() if executor else target):
                 status = super().__call__(target, source, env, *args, **kwargs)
             if shown and executed and not status:
                 targets = executor.get_all_targets() if executor else target
