@@ -92,9 +92,22 @@ class Runner:
         return None
 
 
-def _read_bytes(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+def _read_bytes(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES, *, follow_symlinks: bool = True) -> bytes:
     """The bytes of the regular file `path` (heliabuild.documents.read_regular_file), RunnerError otherwise."""
-    return read_regular_file(path, what, error=RunnerError, limit=limit)
+    return read_regular_file(path, what, error=RunnerError, limit=limit, follow_symlinks=follow_symlinks)
+
+
+def _check_no_symlink(folder: Path, name: str) -> None:
+    """RunnerError when `folder/name` or a folder on the way to it below `folder` is a symlink: a runner
+    folder holds only regular files and folders, so nothing read, replaced or removed in it is elsewhere."""
+    path = folder
+    for part in Path(name).parts:
+        path = path / part
+        if path.is_symlink():
+            raise RunnerError(
+                f"{path}: a symlink inside the runner folder; a runner holds only regular files and folders",
+                hint="rebuild the runner into a new folder",
+            )
 
 
 def build_runner(
@@ -234,6 +247,8 @@ def build_runner(
     validate(document, "runner", RUNNER_FILE)
     folder = Path(out_dir)
     earlier = check_runner_target(folder)
+    for name in [*outputs, RUNNER_FILE]:
+        _check_no_symlink(folder, name)
     files = {folder / name: data for name, data in outputs.items()}
     files[folder / RUNNER_FILE] = json_text(document).encode("utf-8")
     write_all_or_nothing(files)
@@ -481,7 +496,8 @@ def load_runner(path: PathLike) -> Runner:
     runner_path = Path(path)
     if runner_path.is_dir():
         runner_path = runner_path / RUNNER_FILE
-    raw = _read_bytes(runner_path, "runner")
+    _check_no_symlink(runner_path.parent, runner_path.name)
+    raw = _read_bytes(runner_path, "runner", follow_symlinks=False)
     document = parse_json(raw, str(runner_path), "runner", error=RunnerError)
     if not isinstance(document, dict) or "format" not in document:
         raise RunnerError(f"{runner_path}: format: missing; this is not a heliabuild runner.json")
@@ -500,8 +516,9 @@ def load_runner(path: PathLike) -> Runner:
         file = folder / name
         if not name or len(name) > MAX_FILE_NAME or Path(name).is_absolute() or ".." in Path(name).parts:
             raise RunnerError(f"{runner_path}: files: {shown(name)} is not a path inside the runner folder")
+        _check_no_symlink(folder, name)
         try:
-            actual = sha256_bytes(_read_bytes(file, "runner file", MAX_MODEL_BYTES))
+            actual = sha256_bytes(_read_bytes(file, "runner file", MAX_MODEL_BYTES, follow_symlinks=False))
         except RunnerError as error:
             raise RunnerError(f"{runner_path}: files: {error.message}", hint="rebuild the runner") from None
         if actual != expected:
