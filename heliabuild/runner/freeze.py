@@ -82,6 +82,21 @@ class Runner:
             return None
         return read_json(self.folder / entry["file"], "segments.json", error=RunnerError)
 
+    def input_data(self, index: int, byte_length: int) -> bytes | None:
+        """The fixed bytes of graph input `index` (None: zeros), which must be exactly `byte_length` bytes, the
+        input tensor's size; RunnerError naming the file otherwise."""
+        path = self.input_file(index)
+        if path is None:
+            return None
+        data = _read_bytes(path, "tensor input file", byte_length + 1, follow_symlinks=False)
+        if len(data) != byte_length:
+            raise RunnerError(
+                f"{self.path}: policy.tensor_io.inputs (index {index}): {path.name} holds {len(data)} bytes, but "
+                f"input {index} takes exactly {byte_length}",
+                hint="rebuild the runner",
+            )
+        return data
+
     def input_file(self, index: int) -> Path | None:
         tensor_io = self.policy["tensor_io"]
         if tensor_io is None:
@@ -491,11 +506,18 @@ def _check_input_bytes(policy: Policy, entry: Any, cut: SegmentedModel) -> bytes
     return data
 
 
-def load_runner(path: PathLike) -> Runner:
-    """Read and verify a runner.json; RunnerError for another format, a schema violation or a changed file."""
+def runner_json_path(path: PathLike) -> Path:
+    """The runner.json `path` names: itself, or the runner.json in it when it is a folder."""
     runner_path = Path(path)
-    if runner_path.is_dir():
-        runner_path = runner_path / RUNNER_FILE
+    return runner_path / RUNNER_FILE if runner_path.is_dir() else runner_path
+
+
+def read_runner_document(path: PathLike) -> tuple[dict[str, Any], bytes]:
+    """runner.json at `path` (a file, or the folder holding it), validated, and its bytes, before any field of
+    it is used: read bounded, never through a symlink, refused by name for another format and checked
+    against schemas/runner.schema.json (each backend's own section included). The copied files are not
+    verified here (load_runner does that). RunnerError for anything else."""
+    runner_path = runner_json_path(path)
     _check_no_symlink(runner_path.parent, runner_path.name)
     raw = _read_bytes(runner_path, "runner", follow_symlinks=False)
     document = parse_json(raw, str(runner_path), "runner", error=RunnerError)
@@ -511,6 +533,13 @@ def load_runner(path: PathLike) -> Runner:
         validate(document, "runner", str(runner_path))
     except SchemaError as error:
         raise RunnerError(error.message) from None
+    return document, raw
+
+
+def load_runner(path: PathLike) -> Runner:
+    """Read and verify a runner.json; RunnerError for another format, a schema violation or a changed file."""
+    runner_path = runner_json_path(path)
+    document, raw = read_runner_document(runner_path)
     folder = runner_path.parent
     for name, expected in sorted(document["files"].items()):
         file = folder / name
@@ -530,4 +559,10 @@ def load_runner(path: PathLike) -> Runner:
     for key, entry in document["inputs"].items():
         if entry is not None and entry["copied"] and document["files"].get(entry["file"]) != entry["sha256"]:
             raise RunnerError(f"{runner_path}: inputs.{key}: {shown(entry['file'])} is not among the verified files")
+    for entry in (document["policy"]["tensor_io"] or {"inputs": []})["inputs"]:
+        if document["files"].get(entry["file"]) != entry["sha256"]:
+            raise RunnerError(
+                f"{runner_path}: policy.tensor_io.inputs (index {entry['index']}): {shown(entry['file'])} is not "
+                "among the verified files"
+            )
     return Runner(path=runner_path, folder=folder, sha256=sha256_bytes(raw), document=document)
