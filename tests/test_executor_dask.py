@@ -9,7 +9,6 @@ each."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import fake_fvp_folder, require_firmware_tools
 from helpers.dask_cluster import Cluster, running_cluster
+from helpers.skips import require_distribution, require_module
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons, scons_command
 
 from heliabuild.api import load_result
@@ -29,7 +29,7 @@ from heliabuild.model import save_model
 from heliabuild.scons.executor import JOURNAL
 from heliabuild.synth import synthesize
 
-pytest.importorskip("distributed", reason="the dask extra is not installed (pip install heliabuild[dask])")
+require_module("distributed", "the dask extra: pip install heliabuild[dask]", module_level=True)
 pytestmark = pytest.mark.slow
 
 SITE_TOOLS = Path(__file__).resolve().parents[1] / "site_scons" / "site_tools"
@@ -125,10 +125,7 @@ def vela_folders(build: Path) -> list[str]:
 
 
 def require_mlia() -> None:
-    try:
-        importlib.metadata.distribution("mlia-ethos-u")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("mlia-ethos-u is not installed (pip install heliabuild[fvp]): no fvp runner to build")
+    require_distribution("mlia-ethos-u", "pip install heliabuild[fvp]: no fvp runner to build without it")
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers.skips import require, require_distribution
 
 from heliabuild.api import acquisition_facts, load_result
 from heliabuild.errors import FvpError, RunnerError
@@ -23,12 +24,7 @@ from heliabuild.runner.lifecycle import run_runner
 from heliabuild.synth import residual_network
 from heliabuild.vela import compile as vela_compile
 
-try:
-    importlib.metadata.distribution("mlia-ethos-u")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "mlia-ethos-u is not installed (pip install heliabuild[fvp]); .ci/run installs it", allow_module_level=True
-    )
+require_distribution("mlia-ethos-u", "pip install heliabuild[fvp]", module_level=True)
 
 POLICY = {"defaults": {"fvp": {"acquisition": {"state": "single", "warmup_invokes": 0, "measured_invokes": 1}}}}
 CASES = {  # target choice -> (accelerator, executable)
@@ -339,11 +335,11 @@ def test_an_edited_segment_record_is_refused(
     assert _job_count(fake_fvp) == 0 and not (tmp_path / "result").exists()
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the jobs run one after another by design")
 def test_the_jobs_run_in_parallel(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each fake job waits until two jobs have started: run one after another, the first would never finish."""
+    require((os.cpu_count() or 1) >= 2, "one CPU: the jobs run one after another by design")
     runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
     (tmp_path / "started").mkdir()
     monkeypatch.setenv("FAKE_FVP_TOGETHER", f"{tmp_path / 'started'}:2")

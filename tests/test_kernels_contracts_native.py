@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
-from helpers.skips import require_tool
+from helpers.skips import require, require_tool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -451,15 +450,15 @@ print("sanitized calls:", count)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("gcc") is None, reason="gcc sanitizers")
 def test_contract_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
+    require(sys.platform.startswith("linux"), "gcc's sanitizers are tested on Linux")
+    require_tool("gcc", "gcc")
     from test_kernels_int8_sanitizers import ROOT, _runtime
 
     from heliabuild.kernels.native import build_native
 
     asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
-    if asan is None or ubsan is None:
-        pytest.skip("gcc has no libasan/libubsan here")
+    require(asan is not None and ubsan is not None, "gcc has no libasan/libubsan here (Debian: libasan8 libubsan1)")
     library = tmp_path / "libcontracts_sanitized.so"
     flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
     flags += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]
