@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
-from helpers.skips import require, require_tool, under_ci
+from helpers.skips import require, require_distribution, require_tool, under_ci
 from hypothesis import settings
 
 # Shared 2-core machines make wall-clock deadlines flaky; property tests bound their work by example counts.
@@ -98,6 +98,12 @@ def require_firmware_tools() -> None:
         require_tool(tool, "Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")
 
 
+def require_prebuilt_runner() -> None:
+    """Skip (fail under CI, whose .ci/run installs it) when mlia-ethos-u, which ships Arm's prebuilt runner, is
+    missing."""
+    require_distribution("mlia-ethos-u", "pip install heliabuild[fvp]")
+
+
 @pytest.fixture(scope="session")
 def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Cortex-M55 firmware library (kernels + harness), built once for the whole session."""
@@ -105,6 +111,16 @@ def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from heliabuild.firmware.build import build_library
 
     return build_library(tmp_path_factory.mktemp("firmware-library"))
+
+
+@pytest.fixture(scope="session")
+def host_kernel_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The build folder of the host kernel library (heliabuild.kernels.native), built once for the session."""
+    from heliabuild.kernels.native import load_host_library
+
+    folder = tmp_path_factory.mktemp("heliakernels-host")
+    load_host_library(folder)
+    return folder
 
 
 def fake_fvp_folder(folder: Path) -> Path:

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import fake_fvp_folder, require_firmware_tools
+from conftest import fake_fvp_folder, require_firmware_tools, require_prebuilt_runner
 from helpers.dask_cluster import Cluster, running_cluster
-from helpers.skips import require_distribution, require_module
+from helpers.skips import require_module
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons, scons_command
 
 from heliabuild.api import load_result
@@ -125,7 +125,7 @@ def vela_folders(build: Path) -> list[str]:
 
 
 def require_mlia() -> None:
-    require_distribution("mlia-ethos-u", "pip install heliabuild[fvp]: no fvp runner to build without it")
+    require_prebuilt_runner()
 
 
 @pytest.fixture(scope="module")
