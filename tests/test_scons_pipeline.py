@@ -260,11 +260,6 @@ def _plan_for_another_model(project: Path) -> list[str]:
     return ["plan.json", "model.tflite", "model_sha256"]
 
 
-def _unknown_accelerator(project: Path) -> list[str]:
-    set_options(project, fences=[3, 6], accelerator="ethos-u99-1")
-    return ["build/kws_fenced.tflite", "ethos-u99-1"]
-
-
 def _missing_config(project: Path) -> list[str]:
     set_options(
         project,
@@ -283,7 +278,6 @@ def _corrupt_model(project: Path) -> list[str]:
 
 BAD_INPUTS = {
     "plan bound to another model": (_plan_for_another_model, "fence"),
-    "unknown accelerator": (_unknown_accelerator, "vela"),
     "missing Vela config file": (_missing_config, "vela"),
     "corrupt model": (_corrupt_model, "fence"),
 }
@@ -324,6 +318,10 @@ CONFIGURATION_MISTAKES = {
     "a plan without a budget": ("env.HeliaFencePlan('plan.json', [model, 'x_per-layer.csv'])", "HELIA_BUDGET_CYCLES"),
     "a misnamed Vela target": ("env.HeliaVela('other.tflite', model)", "model_vela.tflite"),
     "Vela arguments as a string": ("env.HeliaVela(model, HELIA_VELA_EXTRA_ARGS='--verbose-weights')", "a list"),
+    "an unknown accelerator": (
+        "env.HeliaPipeline('p', model, accelerator='ethos-u99-1')",
+        "accelerator='ethos-u99-1' is not an accelerator Vela knows",
+    ),
 }
 
 
