@@ -221,10 +221,6 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
 class _IntegerTooLong(ValueError):
     """An integer literal of more digits than any 64-bit integer has."""
 
@@ -241,7 +237,8 @@ def parse_json(data: bytes | str, source: str, what: str, *, error: type[HeliaEr
     """The JSON document in `data` (bytes are decoded as UTF-8), checked by `check_json_values`."""
     text = decode_text(data, source, what, error=error) if isinstance(data, bytes | bytearray) else data
     try:
-        document = json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int)
+        # NaN and Infinity, which are not JSON, parse as floats here, so that check_json_values names the field
+        document = json.loads(text, parse_int=_parse_int)
     except _IntegerTooLong as failure:
         raise error(
             f"{source}: the {what} holds an integer of {len(str(failure).lstrip('-'))} digits, out of range "
@@ -251,7 +248,7 @@ def parse_json(data: bytes | str, source: str, what: str, *, error: type[HeliaEr
         raise error(f"{source}: the {what} is not valid JSON: {failure}") from None
     except RecursionError:
         raise error(f"{source}: the {what} nests deeper than {MAX_DEPTH} levels") from None
-    except ValueError as failure:  # NaN/Infinity
+    except ValueError as failure:
         raise error(f"{source}: the {what} is not valid JSON: {failure}") from None
     return check_json_values(document, source, what, error=error)
 

@@ -112,6 +112,24 @@ def write_atomic(path: str | os.PathLike[str], chunks: bytes | Iterable[bytes | 
             raise
 
 
+@contextlib.contextmanager
+def replaced_on_success(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary path in the folder of `path` (`.<name>.<random>.tmp`, absent) for a tool to write the file
+    to (a compiler's `-o`); when the block ends without error it replaces `path` (os.replace), else it is
+    removed: `path` holds the earlier complete file or the new one, never a cut-off one."""
+    target = Path(path)
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(handle)
+    temporary = Path(name)
+    temporary.unlink()
+    try:
+        yield temporary
+        os.replace(temporary, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+
+
 def write_json(path: str | os.PathLike[str], document: Any) -> None:
     write_atomic(path, json_text(document).encode("utf-8"))
 

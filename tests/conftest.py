@@ -7,18 +7,21 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
+from helpers.skips import require, require_distribution, require_tool, under_ci
 from hypothesis import settings
 
 # Shared 2-core machines make wall-clock deadlines flaky; property tests bound their work by example counts.
-settings.register_profile("heliabuild", deadline=None, print_blob=True)
-settings.load_profile("heliabuild")
+# Under CI the examples are derived from each test itself (derandomize, no example database), so one run's
+# counterexample is every run's; a local run explores at random, with more examples, and keeps what it found.
+settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True, database=None)
+settings.register_profile("local", deadline=None, print_blob=True, max_examples=200)
+settings.load_profile("ci" if under_ci() else "local")
 
 
 @pytest.fixture(scope="session")
 def shared_models() -> Path:
     """The folder of real models beside the repository; tests using it skip where it is absent."""
-    if not shared_models_present():
-        pytest.skip(f"real models not available: {SHARED_MODELS} is absent (a fresh clone has no ../shared/models)")
+    require(shared_models_present(), f"real models not available: {SHARED_MODELS} is absent (a fresh clone has none)")
     return SHARED_MODELS
 
 
@@ -91,28 +94,14 @@ def cli(capsys: pytest.CaptureFixture[str]):
 
 def require_firmware_tools() -> None:
     """Skip (fail under CI, whose .ci/run installs them) when the Arm toolchain or QEMU is missing."""
-    import os
-    import shutil
-
     for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
-        if shutil.which(tool) is None:
-            if os.environ.get("CI"):
-                pytest.fail(f"{tool} is not on PATH under CI; .ci/run installs it")
-            pytest.skip(f"{tool} is not on PATH (Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)")
+        require_tool(tool, "Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")
 
 
 def require_prebuilt_runner() -> None:
     """Skip (fail under CI, whose .ci/run installs it) when mlia-ethos-u, which ships Arm's prebuilt runner, is
     missing."""
-    import importlib.metadata
-    import os
-
-    try:
-        importlib.metadata.distribution("mlia-ethos-u")
-    except importlib.metadata.PackageNotFoundError:
-        if os.environ.get("CI"):
-            pytest.fail("mlia-ethos-u is not installed under CI; .ci/run installs it")
-        pytest.skip("mlia-ethos-u is not installed (pip install heliabuild[fvp]); .ci/run installs it")
+    require_distribution("mlia-ethos-u", "pip install heliabuild[fvp]")
 
 
 @pytest.fixture(scope="session")

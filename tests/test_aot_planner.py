@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
+from helpers.skips import require
 
 from heliabuild.aot.admission import PlanRefusedError, operator_refusals
 from heliabuild.aot.config import AotConfig, ConfigError
@@ -86,8 +87,7 @@ VELA_CASES = [
 
 
 def _vela_case(vela_models, name: str, fenced: bool) -> tuple[Path, Path]:
-    if (name, fenced) not in vela_models:
-        pytest.skip(f"real models not available: {SHARED_MODELS} is absent")
+    require((name, fenced) in vela_models, f"real models not available: {SHARED_MODELS} is absent")
     return vela_models[(name, fenced)]
 
 
@@ -485,3 +485,9 @@ def test_constants_that_do_not_fit_their_memory_are_refused() -> None:
     in_psram = AotConfig(tensors=[{"pattern": "*", "memory": "PSRAM"}])
     plan = plan_model(model, APOLLO, in_psram, module_prefix="big")[0]
     assert {tensor["memory"] for tensor in plan["tensors"]} == {"PSRAM"}
+
+
+def test_the_shared_models_are_among_the_cases() -> None:
+    """The cases above include the real models only where they are present: without them this test is the
+    skip (a failure under CI) that says so."""
+    require(shared_models_present(), f"real models not available: {SHARED_MODELS} is absent")

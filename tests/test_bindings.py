@@ -25,6 +25,7 @@ from heliabuild.synth import chain_network, residual_network
 from heliabuild.vela import compile as vela_compile
 from heliabuild.vela import read_per_layer
 from heliabuild.vela.binding import compilation_mismatch, compiled_per_layer_mismatch, per_layer_mismatch
+from heliabuild.vela.run import WORK_MARKER, WORK_MARKER_TEXT
 
 
 def _pipeline(folder: Path, name: str, network, fences: list[int]) -> dict[str, Path]:
@@ -218,15 +219,25 @@ def test_two_compiles_at_once_into_one_folder_both_succeed_and_a_stale_work_fold
 ) -> None:
     out = tmp_path / "out"
     model = shutil.copy(kws["model"], tmp_path / "kws.tflite")
-    stale = out / ".kws.vela-killed1"
+    stale = out / ".kws.vela-killed1"  # what a killed run leaves: heliabuild's marker, a lock no one holds
     stale.mkdir(parents=True)
+    (stale / WORK_MARKER).write_bytes(WORK_MARKER_TEXT)
+    (stale / ".lock").write_bytes(b"")
     (stale / "kws_vela.tflite").write_bytes(b"half")
+    unmarked = out / ".kws.vela-mynotes"  # the name of a work folder, but no marker: the user's
+    (unmarked / ".lock").parent.mkdir()
+    (unmarked / ".lock").write_bytes(b"")
+    forged = out / ".kws.vela-forged1"  # a marker that is not heliabuild's text
+    forged.mkdir()
+    (forged / WORK_MARKER).write_bytes(b"not the marker\n")
     not_ours = [out / ".kws.vela-Other.Name", out / "kws.vela-x"]
     for folder in not_ours:
         folder.mkdir()
+    not_ours += [unmarked, forged]
     # a live work folder of another process: its lock is held, so no compile removes it
     live = out / ".kws.vela-live0001"
     live.mkdir()
+    (live / WORK_MARKER).write_bytes(WORK_MARKER_TEXT)
     held = acquire(live / ".lock")
     try:
         context = multiprocessing.get_context("spawn")
@@ -238,7 +249,9 @@ def test_two_compiles_at_once_into_one_folder_both_succeed_and_a_stale_work_fold
         release(held, live / ".lock")
     assert not stale.exists()
     assert all(folder.is_dir() for folder in not_ours)
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [".kws.vela-Other.Name", live.name]
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == sorted(
+        [".kws.vela-Other.Name", forged.name, unmarked.name, live.name]
+    )
 
 
 def test_a_stateful_model_s_csv_binds_though_vela_writes_its_initialization_subgraph_s_rows(

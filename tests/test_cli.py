@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.checks import assert_not_written, assert_one_line_error
+from helpers.skips import require
 from helpers.tflite import fence_positions
 
 from heliabuild.fence import FencePlan, rewrite_model_with_fences, sidecar_path_for
@@ -247,8 +248,7 @@ def test_unknown_command(cli) -> None:
 
 def test_console_script(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("heliabuild")
-    if not script.exists():
-        pytest.skip(f"the heliabuild console script is not installed beside {sys.executable}")
+    require(script.exists(), f"the heliabuild console script is not installed beside {sys.executable} (pip install .)")
     out = tmp_path / "m.tflite"
     run = subprocess.run(
         [str(script), "synth", "residual", "-o", str(out), "--seed", "2"],

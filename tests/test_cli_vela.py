@@ -440,3 +440,16 @@ def test_plan_fences_vela_failure(cli, tmp_path: Path, model_file: Path, system_
     assert_one_line_error(cli("plan-fences", model_file, *args), "Vela failed", "--cpu-tensor-alignment = 3")
     assert_not_written(plan_path)
     assert list(system_tmp.iterdir()) == []
+
+
+def test_vela_leaves_a_users_folder_at_a_work_folder_name_alone(cli, tmp_path: Path) -> None:
+    """`.m.vela-mynotes` has the shape of Vela's work folder, but no run of heliabuild made it (no marker)."""
+    save_model(chain_network(0), tmp_path / "m.tflite")
+    notes = tmp_path / "out" / ".m.vela-mynotes" / "notes.txt"
+    notes.parent.mkdir(parents=True)
+    notes.write_text("mine\n")
+    assert cli("vela", tmp_path / "m.tflite", "-o", tmp_path / "out").code == 0
+    assert notes.read_text() == "mine\n"
+    assert sorted(path.name for path in (tmp_path / "out").iterdir() if path.name.startswith(".")) == [
+        ".m.vela-mynotes"
+    ]

@@ -127,8 +127,9 @@ def test_non_utf8_names_the_byte_and_its_offset() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("NaN", "x.json: the plan is not valid JSON: NaN is not JSON"),
-        ('{"a": -Infinity}', "x.json: the plan is not valid JSON: -Infinity is not JSON"),
+        ("NaN", "x.json: (top level): nan is not a finite number"),
+        ('{"a": -Infinity}', "x.json: a: -inf is not a finite number"),
+        ('{"a": {"b": [1, Infinity]}}', "x.json: a.b[1]: inf is not a finite number"),
         ('{"a": [1e400]}', "x.json: a[0]: inf is not a finite number"),
         ("1" + "0" * 400, "x.json: the plan holds an integer of 401 digits, out of range (more than 64 bits)"),
         (str(INT64), "x.json: (top level): the integer is out of range (more than 64 bits)"),

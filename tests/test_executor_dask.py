@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import fake_fvp_folder, require_firmware_tools, require_prebuilt_runner
 from helpers.dask_cluster import Cluster, running_cluster
+from helpers.skips import require_module
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons, scons_command
 
 from heliabuild.api import load_result
@@ -28,7 +29,7 @@ from heliabuild.model import save_model
 from heliabuild.scons.executor import JOURNAL
 from heliabuild.synth import synthesize
 
-pytest.importorskip("distributed", reason="the dask extra is not installed (pip install heliabuild[dask])")
+require_module("distributed", "the dask extra: pip install heliabuild[dask]", module_level=True)
 pytestmark = pytest.mark.slow
 
 SITE_TOOLS = Path(__file__).resolve().parents[1] / "site_scons" / "site_tools"

@@ -39,3 +39,52 @@ def test_a_failed_vela_removes_an_earlier_compile_but_not_a_users_file(cli, tmp_
     (out / "chain_vela.tflite").write_bytes(b"mine")
     assert cli("vela", model, "-o", out, "--", "--cpu-tensor-alignment", "3").code == 2
     assert (out / "chain_segments.json").read_text() == "{}\n" and (out / "chain_vela.tflite").read_bytes() == b"mine"
+
+
+def _sconstruct(folder: Path, *lines: str) -> None:
+    from test_scons import SITE_TOOLS
+
+    header = f"env = Environment(tools=['helia'], toolpath=[{str(SITE_TOOLS)!r}])\n"
+    (folder / "SConstruct").write_text(header + "".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def test_a_failed_scons_stage_keeps_a_precious_target_the_user_put_there(tmp_path: Path) -> None:
+    from test_scons import heliabuild_lines, output_of, run_scons
+
+    (tmp_path / "mine.tflite").write_bytes(b"my own model")
+    (tmp_path / "mine.fenced_boundaries.json").write_text("my own notes\n")
+    _sconstruct(
+        tmp_path,
+        "model = env.HeliaSynth('model.tflite', HELIA_SYNTH_KIND='chain')",
+        "env.Precious(env.HeliaFence('mine.tflite', model, HELIA_FENCES=[99]))",
+    )
+    result = run_scons(tmp_path, ".")
+    assert result.returncode == 2, output_of(result)
+    assert len(heliabuild_lines(result, "heliabuild: error:")) == 1, output_of(result)
+    assert (tmp_path / "mine.tflite").read_bytes() == b"my own model"
+    assert (tmp_path / "mine.fenced_boundaries.json").read_text() == "my own notes\n"
+
+
+def test_a_failed_scons_stage_removes_a_precious_target_it_wrote_itself(tmp_path: Path) -> None:
+    """The stage replaced the precious target before it failed: that file is this build's, and goes."""
+    from test_scons import output_of, run_scons
+
+    (tmp_path / "kept.txt").write_text("the user's\n")
+    (tmp_path / "written.txt").write_text("the user's\n")
+    _sconstruct(
+        tmp_path,
+        "from heliabuild.errors import HeliaError",
+        "from heliabuild.files import write_atomic",
+        "from heliabuild.scons.messages import stage_failed",
+        "from heliabuild.scons.progress import stage_action",
+        "def half_done(target, source, env):",
+        "    write_atomic(str(target[1]), b'half a result')",
+        "    return stage_failed(HeliaError('the stage failed half way'), target)",
+        "env['HALFCOMSTR'] = 'heliabuild: half $TARGET'",
+        "env.Precious(env.Command(['kept.txt', 'written.txt'], [], stage_action(half_done, 'HALFCOMSTR')))",
+    )
+    result = run_scons(tmp_path, ".")
+    assert result.returncode == 2, output_of(result)
+    assert "heliabuild: error: the stage failed half way" in result.stderr
+    assert (tmp_path / "kept.txt").read_text() == "the user's\n"
+    assert not (tmp_path / "written.txt").exists()

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.skips import require
 from helpers.tflite import FENCE_CODE, op_types
 
 from heliabuild.fence import rewrite_model_with_fences
@@ -21,8 +22,7 @@ ACCELERATORS = ["ethos-u55-128", "ethos-u85-256"]
 
 
 def compile_with_vela(model: Path, accelerator: str, output_dir: Path):
-    if not VELA.exists():
-        pytest.skip(f"ethos-u-vela is not installed beside {sys.executable}")
+    require(VELA.exists(), f"ethos-u-vela is not installed beside {sys.executable} (pip install .)")
     output_dir.mkdir(parents=True, exist_ok=True)
     run = subprocess.run(
         [str(VELA), str(model), "--accelerator-config", accelerator, "--output-dir", str(output_dir)],

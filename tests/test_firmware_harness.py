@@ -7,12 +7,11 @@ missing tool fails them, since .ci/run installs both.
 
 from __future__ import annotations
 
-import os
-import shutil
 import zlib
 from pathlib import Path
 
 import pytest
+from conftest import require_firmware_tools
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,17 +26,9 @@ HARNESS = ("semihosting.c", "records.c", "counter.c", "reset.c", "mps3_an547/sta
 INSTRUCTIONS_PER_TICK = 31.25
 
 
-def _require(tool: str) -> None:
-    if shutil.which(tool) is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{tool} is not on PATH under CI; .ci/run installs it")
-        pytest.skip(f"{tool} is not on PATH")
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _tools() -> None:
-    _require("arm-none-eabi-gcc")
-    _require("qemu-system-arm")
+    require_firmware_tools()
 
 
 def _build(folder: Path, program: str) -> Path:

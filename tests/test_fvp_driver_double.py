@@ -4,12 +4,11 @@ events in another order publishes other figures. Compiled with the host's gcc an
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.skips import require_tool
 
 DOUBLE = Path(__file__).parent / "helpers" / "ethosu_driver_test_double"
 PROGRAM = r"""
@@ -46,10 +45,7 @@ EVENTS = {  # the double's enum ethosu_pmu_event_type (include/pmu_ethosu.h)
 
 @pytest.fixture(scope="module")
 def pmu(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("gcc") is None:
-        if os.environ.get("CI"):
-            pytest.fail("gcc is not on PATH under CI")
-        pytest.skip("gcc is not on PATH")
+    require_tool("gcc", "Debian: gcc")
     folder = tmp_path_factory.mktemp("pmu-double")
     (folder / "main.c").write_text("#include <stdlib.h>\n" + PROGRAM)
     program = folder / "pmu"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from helpers.skips import require, require_tool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -449,15 +450,15 @@ print("sanitized calls:", count)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("gcc") is None, reason="gcc sanitizers")
 def test_contract_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
+    require(sys.platform.startswith("linux"), "gcc's sanitizers are tested on Linux")
+    require_tool("gcc", "gcc")
     from test_kernels_int8_sanitizers import ROOT, _runtime
 
     from heliabuild.kernels.native import build_native
 
     asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
-    if asan is None or ubsan is None:
-        pytest.skip("gcc has no libasan/libubsan here")
+    require(asan is not None and ubsan is not None, "gcc has no libasan/libubsan here (Debian: libasan8 libubsan1)")
     library = tmp_path / "libcontracts_sanitized.so"
     flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
     flags += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]
@@ -474,17 +475,56 @@ def test_contract_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None
     assert "sanitized calls: 1500" in run.stdout
 
 
-@pytest.mark.skipif(shutil.which("arm-none-eabi-objdump") is None, reason="needs the Arm toolchain")
-def test_the_m55_object_uses_no_vector_floating_point(tmp_path: Path) -> None:
-    """MVE lanes flush subnormals; the float kernels must stay on the scalar FPU (gradual underflow, as LiteRT)."""
-    import re
+VECTOR_FLOAT = re.compile(
+    r"^\s*[0-9a-f]+:\s+(?:[0-9a-f]{4} ?)+\s+(v\S*\.b?f(?:16|32)\S*)\s+(.*\bq(?:1[0-5]|[0-9])\b.*)$"
+)
+"""An MVE floating-point instruction in objdump's listing: a float-typed mnemonic (`.f16`, `.f32`, `.bf16`,
+`.f32.s32`, ...) with a vector register among its operands (lane arithmetic, a compare, a conversion, an
+across-vector reduction into a core register)."""
 
+
+def vector_float_instructions(obj: Path) -> list[str]:
+    """Every MVE floating-point instruction of the Cortex-M55 object `obj`, decoded as Armv8.1-M (binutils
+    otherwise shows MVE as coprocessor instructions: `ldc`, `stc`, `cdp`); an undecoded coprocessor form left
+    in the listing fails, since it may hide one."""
+    listing = subprocess.run(
+        ["arm-none-eabi-objdump", "-d", "-marmv8.1-m.main", str(obj)], capture_output=True, text=True, check=True
+    ).stdout
+    undecoded = [line for line in listing.splitlines() if re.search(r"\t(cdp|ldc|stc|mcr|mrc)2?l?\b", line)]
+    assert undecoded == [], undecoded
+    return [f"{match[1]} {match[2].strip()}" for line in listing.splitlines() if (match := VECTOR_FLOAT.match(line))]
+
+
+@pytest.fixture
+def objdump() -> None:
+    require_tool("arm-none-eabi-objdump", "the Arm toolchain (Debian: binutils-arm-none-eabi)")
+
+
+def test_the_vector_float_check_finds_every_form_and_nothing_else(tmp_path: Path, objdump: None) -> None:
+    from heliabuild.firmware.toolchain import compile_object
+
+    compile_object(Path(__file__).parent / "helpers" / "firmware" / "vector_float.c", tmp_path / "probe.o")
+    assert vector_float_instructions(tmp_path / "probe.o") == [
+        "vadd.f32 q0, q1, q2",
+        "vfma.f16 q0, q1, q2",
+        "vmaxnmv.f32 r0, q0",
+        "vcvt.f32.s32 q0, q1",
+        "vcmp.f32 ge, q0, q1",
+        "vrintn.f32 q0, q1",
+    ]
+
+
+def test_the_m55_object_uses_no_vector_floating_point(tmp_path: Path, objdump: None) -> None:
+    """MVE lanes flush subnormals; the float kernels must stay on the scalar FPU (gradual underflow, as LiteRT)."""
     from heliabuild.firmware.toolchain import compile_object
 
     source = Path(__file__).resolve().parents[1] / "heliabuild" / "kernels" / "c" / "ops_contracts.c"
     compile_object(source, tmp_path / "ops_contracts.o")  # the firmware library's flags
     listing = subprocess.run(
-        ["arm-none-eabi-objdump", "-d", str(tmp_path / "ops_contracts.o")], capture_output=True, text=True, check=True
+        ["arm-none-eabi-objdump", "-d", "-marmv8.1-m.main", str(tmp_path / "ops_contracts.o")],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "vdiv.f32" in listing  # the scalar divide is there ...
-    assert not re.search(r"\.f(16|32)\s+q\d", listing)  # ... and no float instruction works on a vector register
+    assert vector_float_instructions(tmp_path / "ops_contracts.o") == []  # ... and no MVE float instruction

@@ -11,12 +11,11 @@ linear span is a heap-buffer-overflow report and a failure.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from helpers.skips import require, require_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "heliabuild" / "kernels" / "c" / "detess.c"
@@ -56,11 +55,11 @@ def _runtime(name: str) -> str | None:
     return path if found.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or sys.platform != "linux", reason="needs gcc's sanitizers on Linux")
 def test_no_access_outside_declared_spans(tmp_path: Path) -> None:
+    require(sys.platform == "linux", "gcc's sanitizers are tested on Linux")
+    require_tool("gcc", "gcc")
     asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
-    if asan is None or ubsan is None:
-        pytest.skip("gcc has no libasan/libubsan here")
+    require(asan is not None and ubsan is not None, "gcc has no libasan/libubsan here (Debian: libasan8 libubsan1)")
     library = tmp_path / "libdetess_sanitized.so"
     flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
     flags += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.skips import require_tool
 
 from heliabuild.errors import HeliaError, KernelError
 from heliabuild.kernels import native
@@ -20,7 +21,6 @@ from heliabuild.kernels.native import (
     C_SOURCE_DIR,
     NativeBuildError,
     Status,
-    arm_toolchain,
     build_native,
     code_size_report_path,
     host_library_path,
@@ -28,8 +28,6 @@ from heliabuild.kernels.native import (
     m55_library_path,
     scons_command,
 )
-
-needs_arm = pytest.mark.skipif(arm_toolchain() is None, reason="arm-none-eabi-gcc is not on PATH")
 
 
 @pytest.fixture(scope="session")
@@ -164,8 +162,8 @@ def test_scons_command_uses_the_running_interpreter() -> None:
     assert Path(command[0]).parent == Path(native.sys.executable).parent or command[1:] == ["-m", "SCons"]
 
 
-@needs_arm
 def test_cortex_m55_library_and_code_size_report(tmp_path_factory: pytest.TempPathFactory) -> None:
+    require_tool("arm-none-eabi-gcc", "Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi")
     folder = tmp_path_factory.mktemp("heliakernels_m55")
     library = build_native(folder, "cortex-m55")
     assert library == m55_library_path(folder) and library.is_file()

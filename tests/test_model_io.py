@@ -12,6 +12,7 @@ import pytest
 from ai_edge_litert import schema_py_generated as schema
 from helpers.checks import assert_not_written, assert_one_line_error
 from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
+from helpers.skips import require
 from helpers.tflite import OP, Net, T, chain, pack_unchecked, quantization, tensor_map
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -529,3 +530,9 @@ def test_save_model_writes_serialized_bytes(tmp_path: Path) -> None:
     save_model(model, path)
     assert path.read_bytes() == bytes(serialize(model))
     assert [p.name for p in path.parent.iterdir()] == ["m.tflite"]
+
+
+def test_the_shared_models_are_among_the_cases() -> None:
+    """The cases above include the real models only where they are present: without them this test is the
+    skip (a failure under CI) that says so."""
+    require(shared_models_present(), f"real models not available: {SHARED_MODELS} is absent")

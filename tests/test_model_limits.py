@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.checks import assert_not_written, assert_one_line_error
+from helpers.skips import require
 from helpers.tflite import T, chain, pack_unchecked
 from hypothesis import given
 from hypothesis import strategies as st
@@ -119,8 +120,8 @@ def test_bytes_read_elsewhere_are_named_as_the_caller_says(tmp_path: Path) -> No
     assert load_model(pack_unchecked(chain(3).root([0], [6])), name="x").name == "x"
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    require(hasattr(os, "mkfifo"), "this platform has no FIFOs")
     fifo = tmp_path / "model.tflite"
     os.mkfifo(fifo)
     assert refusal(fifo) == f"{fifo}: the model is a FIFO, expected a regular file"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import require_firmware_tools
 from helpers.module_app import EXAMPLE, assert_equals_litert, run_example
+from helpers.skips import require_tool
 
 from heliabuild.aot.config import AotConfig
 from heliabuild.aot.stage import write_plan
@@ -42,8 +43,8 @@ STREAMING = AotConfig(tensors=[{"pattern": "*", "residency": "stream"}], stream_
 @pytest.fixture(autouse=True)
 def _tools() -> None:
     require_firmware_tools()
-    if shutil.which("cmake") is None or shutil.which("ninja") is None:
-        pytest.skip("cmake and ninja are not on PATH (Debian: cmake ninja-build)")
+    require_tool("cmake", "Debian: cmake")
+    require_tool("ninja", "Debian: ninja-build")
 
 
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

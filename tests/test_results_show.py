@@ -8,8 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
 from helpers.checks import assert_not_written, assert_one_line_error
+from helpers.skips import require_module
 from test_results_compare import hand_made
 
 
@@ -78,7 +78,7 @@ def test_many_samples_thin_the_x_labels(cli, tmp_path: Path) -> None:
 def test_the_png_plot_is_written_through_matplotlib_deterministically(cli, tmp_path: Path) -> None:
     """A real PNG through the `plot` extra (installed with the `test` extra): a valid image, the same bytes
     each time, with no date in its metadata, for few samples and for many."""
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "the plot extra: pip install heliabuild[plot]")
     from PIL import Image
 
     for name, latencies in (("few", [0.0001, 0.00012, 0.00011]), ("many", [0.001 + 1e-6 * k for k in range(200)])):

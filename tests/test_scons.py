@@ -20,6 +20,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from helpers.skips import require
 
 import heliabuild
 from heliabuild.files import sha256_file
@@ -255,3 +256,9 @@ def test_a_library_error_in_an_action_is_one_line_without_traceback(tmp_path: Pa
     assert (tmp_path / "model.tflite").is_file()
     assert not (tmp_path / "fenced.tflite").exists()
     assert not (tmp_path / "fenced.fenced_boundaries.json").exists()
+
+
+def test_the_qemu_example_is_among_those_built() -> None:
+    """residual_qemu is left out of the examples above without the Arm toolchain and QEMU: without them this
+    test is the skip (a failure under CI) that says so."""
+    require(not missing_tools(), f"residual_qemu is not built here: {', '.join(missing_tools())} missing")

@@ -12,7 +12,7 @@ import os
 import re
 import signal
 import subprocess
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -72,8 +72,11 @@ def test_a_user_build_prints_the_table_except_after_failure_dry_run_or_clean(tmp
 
 
 def test_ctrl_c_while_a_run_measures_prints_no_table_and_no_traceback(tmp_path: Path) -> None:
+    """The interrupt comes once the run stage has said it started (its progress line, printed as its action
+    starts), while its 10,000 invokes are measured: no fixed sleep guesses when that is."""
     project = user_project(tmp_path / "my-project", measured=10_000)
     environment = {key: value for key, value in os.environ.items() if key != "SCONSFLAGS"}
+    environment["PYTHONUNBUFFERED"] = "1"  # each stage line reaches the pipe as it is printed
     process = subprocess.Popen(
         [*scons_command(), "kws"],
         cwd=project,
@@ -83,24 +86,36 @@ def test_ctrl_c_while_a_run_measures_prints_no_table_and_no_traceback(tmp_path: 
         text=True,
         start_new_session=True,
     )
-    runner = project / "kws" / "runner" / "kws" / "runner.json"
-    deadline = time.monotonic() + 90
+    started = threading.Event()
+    output: dict[str, list[str]] = {"stdout": [], "stderr": []}
+
+    def read(name: str) -> None:
+        for line in getattr(process, name):
+            output[name].append(line)
+            if name == "stdout" and RUN_STARTED.match(line):
+                started.set()
+
+    readers = [threading.Thread(target=read, args=(name,), daemon=True) for name in output]
+    for reader in readers:
+        reader.start()
     try:
-        while not runner.exists():
-            assert process.poll() is None, "scons ended before the run stage"
-            assert time.monotonic() < deadline, "the run stage did not start"
-            time.sleep(0.02)
-        time.sleep(1.0)  # the run stage measures now
+        assert started.wait(timeout=120), f"the run stage did not start: {output}"
         assert process.poll() is None, "the run stage ended before the interrupt"
         os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C: the whole foreground group
-        stdout, stderr = process.communicate(timeout=90)
+        process.wait(timeout=90)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        for reader in readers:
+            reader.join(timeout=30)
+    stdout, stderr = "".join(output["stdout"]), "".join(output["stderr"])
     interrupted = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     assert interrupted.returncode != 0, output_of(interrupted)
     assert "Traceback" not in output_of(interrupted) and table(interrupted) == [], output_of(interrupted)
+
+
+RUN_STARTED = re.compile(r"^heliabuild: \[\d+/\d+\] run kws/results/kws/result\.json$")
 
 
 def test_sconscript_mistakes_name_the_users_line_only(tmp_path: Path) -> None:

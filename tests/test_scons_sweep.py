@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.skips import require_tool
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons
 
 from heliabuild.results.sweep import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
@@ -420,12 +420,7 @@ def test_the_sweep_in_docs_sweeps_md_reads_and_plans_its_points(tmp_path: Path) 
 
 def chromium() -> str:
     """Debian's chromium; under CI (.ci/run installs it) its absence fails the test, elsewhere it skips."""
-    path = shutil.which("chromium")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not on PATH under CI; .ci/run installs it")
-        pytest.skip("chromium is not on PATH (Debian: apt-get install chromium)")
-    return path
+    return require_tool("chromium", "Debian: apt-get install chromium")
 
 
 def browse(page: Path, profile: Path, *arguments: str) -> subprocess.CompletedProcess[str]:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.skips import require
 
 ROOT = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")
@@ -14,7 +15,6 @@ RUFF = Path(sys.executable).with_name("ruff")
 
 @pytest.mark.parametrize("command", [["check", "."], ["format", "--check", "."]], ids=["lint", "format"])
 def test_ruff_is_clean(command: list[str]) -> None:
-    if not RUFF.exists():
-        pytest.skip(f"ruff is not installed beside {sys.executable} (pip install .[test])")
+    require(RUFF.exists(), f"ruff is not installed beside {sys.executable} (pip install .[test])")
     run = subprocess.run([str(RUFF), *command], cwd=ROOT, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout + run.stderr

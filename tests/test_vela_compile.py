@@ -33,6 +33,7 @@ from heliabuild.vela import (
     vela_version,
 )
 from heliabuild.vela.attribution import RULE_NAME, RULE_NAME_PREFIX, RULE_PRECEDING_COPY
+from heliabuild.vela.run import WORK_MARKER, WORK_MARKER_TEXT
 
 FENCE = "ETHOS_U_STREAM_SPLIT"
 ACCELERATORS = ("ethos-u55-128", "ethos-u85-256")
@@ -464,8 +465,9 @@ def test_sidecar_of_another_model(tmp_path: Path) -> None:
 )
 def test_vela_failure_quotes_vela_and_leaves_nothing(tmp_path: Path, chain_file: Path, options, quoted) -> None:
     out = tmp_path / "out"
-    stale = out / ".chain.vela-killed"
+    stale = out / ".chain.vela-killed"  # a killed run's work folder: heliabuild's marker, its lock released
     stale.mkdir(parents=True)
+    (stale / WORK_MARKER).write_bytes(WORK_MARKER_TEXT)
     (stale / "chain_vela.tflite").write_bytes(b"half")
     with pytest.raises(VelaError) as caught:
         compile(chain_file, out, **options)
@@ -495,6 +497,7 @@ def test_stale_work_folder_of_a_killed_run_is_removed(tmp_path: Path, chain_file
     out = tmp_path / "out"
     stale = out / ".chain.vela-x1y2z3"
     stale.mkdir(parents=True)
+    (stale / WORK_MARKER).write_bytes(WORK_MARKER_TEXT)
     (stale / "chain_per-layer.csv").write_text("partial", encoding="utf-8")
     unrelated = out / ".other.vela-abc"
     unrelated.mkdir()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
+from helpers.skips import require
 
 from heliabuild.errors import VelaError
 from heliabuild.fence import rewrite_model_with_fences
@@ -137,3 +138,9 @@ def test_vela_refusing_its_arguments_in_process_is_the_subprocess_error(tmp_path
     assert run.stdout == f"{apart_error.value}\n"
     assert "cpu-tensor-alignment" in run.stdout
     assert not (tmp_path / "own").exists() and not (tmp_path / "apart").exists()
+
+
+def test_the_shared_models_are_among_the_cases() -> None:
+    """The cases above include the real models only where they are present: without them this test is the
+    skip (a failure under CI) that says so."""
+    require(shared_models_present(), f"real models not available: {SHARED_MODELS} is absent")

@@ -295,22 +295,30 @@ def config_from_document(
 def load_config(path: str | os.PathLike[str]) -> AotConfig:
     """Read a YAML (`.yaml`, `.yml`) or JSON (any other name) configuration file.
 
-    An empty file is the default configuration. ConfigError names the file
-    and what is wrong: unreadable, not YAML/JSON, unknown keys, a value the
-    schema refuses.
+    An empty file (for YAML, one of only comments) is the default
+    configuration; a file whose value is null (`null`, YAML's `~` or a bare
+    `---`) is refused. ConfigError names the file and what is wrong:
+    unreadable, not YAML/JSON, unknown keys, a value the schema refuses, a
+    NaN or Infinity (naming its field).
     """
     file = Path(path)
     text = read_text(file, "configuration", error=ConfigError)
-    if file.suffix.lower() in YAML_SUFFIXES:
+    yaml = file.suffix.lower() in YAML_SUFFIXES
+    if not any(line.strip() and not (yaml and line.lstrip().startswith("#")) for line in text.splitlines()):
+        return config_from_document({}, str(file), base=file.resolve().parent)  # empty (YAML: or only comments)
+    if yaml:
         document = parse_yaml(text, str(file), "configuration", error=ConfigError)
-    elif text.strip():
+    else:
         try:
             document = parse_json(text, str(file), "configuration", error=ConfigError)
         except ConfigError as error:
             raise ConfigError(error.message, hint="name a YAML configuration .yaml or .yml") from None
-    else:
-        document = None
-    return config_from_document({} if document is None else document, str(file), base=file.resolve().parent)
+    if document is None:
+        raise ConfigError(
+            f"{file}: the configuration is null; it must be a mapping of sections",
+            hint="leave the file empty for the default configuration",
+        )
+    return config_from_document(document, str(file), base=file.resolve().parent)
 
 
 def as_config(config: AotConfig | Mapping[str, Any] | str | os.PathLike[str] | None) -> AotConfig:

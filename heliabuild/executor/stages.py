@@ -30,7 +30,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from heliabuild.documents import read_json
 from heliabuild.executor.job import ExecutorError, InputFile, Job
 from heliabuild.files import sha256_file
 
@@ -179,14 +178,12 @@ def _run(folder: Path, options: Mapping[str, Any], _in_process: bool) -> tuple[s
 
 
 def runner_backend(runner_json: str | os.PathLike[str]) -> str:
-    """The backend runner.json names (read bounded); RunnerError for a file that is no runner.json."""
-    from heliabuild.errors import RunnerError
+    """The backend runner.json names, read as heliabuild.runner.freeze.read_runner_document reads it (validated
+    first); RunnerError for a file that is no valid runner.json."""
+    from heliabuild.runner.freeze import read_runner_document
 
-    document = read_json(runner_json, "runner", error=RunnerError)
-    backend = document.get("backend") if isinstance(document, dict) else None
-    if not isinstance(backend, str):
-        raise RunnerError(f"{runner_json}: backend: missing; this is not a heliabuild runner.json")
-    return backend
+    document, _ = read_runner_document(runner_json)
+    return document["backend"]
 
 
 def run_job(runner_json: str, result_dir: str) -> tuple[Job, Files]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heliabuild.errors import FirmwareError
+from heliabuild.files import replaced_on_success, write_atomic
 from heliabuild.firmware import C_SOURCE_DIR
 from heliabuild.firmware.toolchain import (
     C_FLAGS,
@@ -179,7 +180,7 @@ def build_library(build_dir: str | os.PathLike[str], name: str = "mps3_an547") -
         if library.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp:
             return library
         compile_library(sources, library, folder / "objects")
-        stamp_file.write_text(stamp)
+        write_atomic(stamp_file, stamp.encode())
     return library
 
 
@@ -192,13 +193,10 @@ def compile_library(sources: Sequence[Path], library: Path, objects_dir: Path) -
         compile_object(source, output, include_dirs())
         objects.append(output)
     archiver = str(Path(arm_gcc()).with_name("arm-none-eabi-ar"))
-    partial = library.with_name(f".{library.name}.tmp")
-    partial.unlink(missing_ok=True)
-    run = subprocess.run([archiver, "rcsD", str(partial), *map(str, objects)], capture_output=True, text=True)
-    if run.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise FirmwareError(f"archiving {library.name} failed: {run.stderr.strip()[:400]}")
-    os.replace(partial, library)
+    with replaced_on_success(library) as partial:
+        run = subprocess.run([archiver, "rcsD", str(partial), *map(str, objects)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise FirmwareError(f"archiving {library.name} failed: {run.stderr.strip()[:400]}")
 
 
 def link_firmware(

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from heliabuild.errors import FirmwareError
+from heliabuild.files import replaced_on_success
 
 ARM_GCC = "arm-none-eabi-gcc"
 TOOLCHAIN_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi"
@@ -102,8 +103,8 @@ def compile_object(
     includes = [f"-I{Path(folder).resolve()}" for folder in include_dirs]
     flags = FOREIGN_C_FLAGS if foreign else C_FLAGS
     command = [arm_gcc(), *CPU_FLAGS, *flags, *(f"-D{d}" for d in defines), *includes, "-c", source_path.name]
-    command += ["-o", str(output_path)]
-    _run(command, source_path.parent, f"compiling {source_path.name}")
+    with replaced_on_success(output_path) as partial:
+        _run([*command, "-o", str(partial)], source_path.parent, f"compiling {source_path.name}")
 
 
 def link_elf(
@@ -120,7 +121,6 @@ def link_elf(
         *LINK_FLAGS,
         f"-T{Path(linker_script).resolve()}",
         *(str(Path(item).resolve()) for item in objects),
-        "-o",
-        str(output_path),
     ]
-    _run(command, output_path.parent, f"linking {output_path.name}")
+    with replaced_on_success(output_path) as partial:
+        _run([*command, "-o", str(partial)], output_path.parent, f"linking {output_path.name}")

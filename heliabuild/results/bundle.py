@@ -239,8 +239,21 @@ def publish_bundle(result_dir: str | os.PathLike[str], files: Mapping[str, bytes
 
 def previous_path(result_dir: str | os.PathLike[str]) -> Path:
     """Where write_bundle keeps the bundle it replaces at `result_dir`: the sibling `<name>.previous`."""
-    target = Path(result_dir)
+    target = _bundle_folder(result_dir)
     return target.with_name(target.name + PREVIOUS_SUFFIX)
+
+
+def _bundle_folder(result_dir: str | os.PathLike[str]) -> Path:
+    """`result_dir` as a Path; ResultError when its last part names no folder of its own (`.`, `..`, `/`): a
+    bundle is published by renaming a folder into place, beside the earlier one kept as `<name>.previous`."""
+    target = Path(result_dir)
+    if target.name in ("", ".."):
+        raise ResultError(
+            f"{os.fspath(result_dir) or '.'}: a result bundle folder needs a name of its own, not the current, "
+            "parent or root folder",
+            hint="give the bundle's own folder, e.g. -o results/run1",
+        )
+    return target
 
 
 def check_publish_target(result_dir: str | os.PathLike[str]) -> None:
@@ -311,8 +324,9 @@ def check_bundle_target(result_dir: str | os.PathLike[str]) -> list[str] | None:
     files of the earlier bundle (every relative path it may hold, manifest.json last) when it is a bundle
     folder that verifies as one. Raises ResultError naming `result_dir` for anything else (a file, a
     symlink, a folder holding anything but a verified bundle, a bundle that was tampered with, a path
-    inside a bundle): a bundle replaces only what is recognisably an earlier bundle."""
-    target = Path(result_dir)
+    inside a bundle, a folder without a name of its own): a bundle replaces only what is recognisably an
+    earlier bundle."""
+    target = _bundle_folder(result_dir)
     for parent in Path(os.path.realpath(target)).parents:
         if (parent / MANIFEST_FILE).is_file() and (parent / RESULT_FILE).is_file():
             raise ResultError(

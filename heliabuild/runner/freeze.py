@@ -82,6 +82,21 @@ class Runner:
             return None
         return read_json(self.folder / entry["file"], "segments.json", error=RunnerError)
 
+    def input_data(self, index: int, byte_length: int) -> bytes | None:
+        """The fixed bytes of graph input `index` (None: zeros), which must be exactly `byte_length` bytes, the
+        input tensor's size; RunnerError naming the file otherwise."""
+        path = self.input_file(index)
+        if path is None:
+            return None
+        data = _read_bytes(path, "tensor input file", byte_length + 1, follow_symlinks=False)
+        if len(data) != byte_length:
+            raise RunnerError(
+                f"{self.path}: policy.tensor_io.inputs (index {index}): {path.name} holds {len(data)} bytes, but "
+                f"input {index} takes exactly {byte_length}",
+                hint="rebuild the runner",
+            )
+        return data
+
     def input_file(self, index: int) -> Path | None:
         tensor_io = self.policy["tensor_io"]
         if tensor_io is None:
@@ -92,9 +107,22 @@ class Runner:
         return None
 
 
-def _read_bytes(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+def _read_bytes(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES, *, follow_symlinks: bool = True) -> bytes:
     """The bytes of the regular file `path` (heliabuild.documents.read_regular_file), RunnerError otherwise."""
-    return read_regular_file(path, what, error=RunnerError, limit=limit)
+    return read_regular_file(path, what, error=RunnerError, limit=limit, follow_symlinks=follow_symlinks)
+
+
+def _check_no_symlink(folder: Path, name: str) -> None:
+    """RunnerError when `folder/name` or a folder on the way to it below `folder` is a symlink: a runner
+    folder holds only regular files and folders, so nothing read, replaced or removed in it is elsewhere."""
+    path = folder
+    for part in Path(name).parts:
+        path = path / part
+        if path.is_symlink():
+            raise RunnerError(
+                f"{path}: a symlink inside the runner folder; a runner holds only regular files and folders",
+                hint="rebuild the runner into a new folder",
+            )
 
 
 def build_runner(
@@ -234,6 +262,8 @@ def build_runner(
     validate(document, "runner", RUNNER_FILE)
     folder = Path(out_dir)
     earlier = check_runner_target(folder)
+    for name in [*outputs, RUNNER_FILE]:
+        _check_no_symlink(folder, name)
     files = {folder / name: data for name, data in outputs.items()}
     files[folder / RUNNER_FILE] = json_text(document).encode("utf-8")
     write_all_or_nothing(files)
@@ -489,12 +519,20 @@ def _check_input_bytes(policy: Policy, entry: Any, cut: SegmentedModel) -> bytes
     return data
 
 
-def load_runner(path: PathLike) -> Runner:
-    """Read and verify a runner.json; RunnerError for another format, a schema violation or a changed file."""
+def runner_json_path(path: PathLike) -> Path:
+    """The runner.json `path` names: itself, or the runner.json in it when it is a folder."""
     runner_path = Path(path)
-    if runner_path.is_dir():
-        runner_path = runner_path / RUNNER_FILE
-    raw = _read_bytes(runner_path, "runner")
+    return runner_path / RUNNER_FILE if runner_path.is_dir() else runner_path
+
+
+def read_runner_document(path: PathLike) -> tuple[dict[str, Any], bytes]:
+    """runner.json at `path` (a file, or the folder holding it), validated, and its bytes, before any field of
+    it is used: read bounded, never through a symlink, refused by name for another format and checked
+    against schemas/runner.schema.json (each backend's own section included). The copied files are not
+    verified here (load_runner does that). RunnerError for anything else."""
+    runner_path = runner_json_path(path)
+    _check_no_symlink(runner_path.parent, runner_path.name)
+    raw = _read_bytes(runner_path, "runner", follow_symlinks=False)
     document = parse_json(raw, str(runner_path), "runner", error=RunnerError)
     if not isinstance(document, dict) or "format" not in document:
         raise RunnerError(f"{runner_path}: format: missing; this is not a heliabuild runner.json")
@@ -508,13 +546,21 @@ def load_runner(path: PathLike) -> Runner:
         validate(document, "runner", str(runner_path))
     except SchemaError as error:
         raise RunnerError(error.message) from None
+    return document, raw
+
+
+def load_runner(path: PathLike) -> Runner:
+    """Read and verify a runner.json; RunnerError for another format, a schema violation or a changed file."""
+    runner_path = runner_json_path(path)
+    document, raw = read_runner_document(runner_path)
     folder = runner_path.parent
     for name, expected in sorted(document["files"].items()):
         file = folder / name
         if not name or len(name) > MAX_FILE_NAME or Path(name).is_absolute() or ".." in Path(name).parts:
             raise RunnerError(f"{runner_path}: files: {shown(name)} is not a path inside the runner folder")
+        _check_no_symlink(folder, name)
         try:
-            actual = sha256_bytes(_read_bytes(file, "runner file", MAX_MODEL_BYTES))
+            actual = sha256_bytes(_read_bytes(file, "runner file", MAX_MODEL_BYTES, follow_symlinks=False))
         except RunnerError as error:
             raise RunnerError(f"{runner_path}: files: {error.message}", hint="rebuild the runner") from None
         if actual != expected:
@@ -526,4 +572,10 @@ def load_runner(path: PathLike) -> Runner:
     for key, entry in document["inputs"].items():
         if entry is not None and entry["copied"] and document["files"].get(entry["file"]) != entry["sha256"]:
             raise RunnerError(f"{runner_path}: inputs.{key}: {shown(entry['file'])} is not among the verified files")
+    for entry in (document["policy"]["tensor_io"] or {"inputs": []})["inputs"]:
+        if document["files"].get(entry["file"]) != entry["sha256"]:
+            raise RunnerError(
+                f"{runner_path}: policy.tensor_io.inputs (index {entry['index']}): {shown(entry['file'])} is not "
+                "among the verified files"
+            )
     return Runner(path=runner_path, folder=folder, sha256=sha256_bytes(raw), document=document)

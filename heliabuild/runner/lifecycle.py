@@ -56,11 +56,11 @@ def _input_values(runner: Runner, infos: list[TensorInfo]) -> list[np.ndarray]:
     values = []
     for index, info in enumerate(infos):
         dtype = numpy_dtype(info)
-        path = runner.input_file(index)
-        if path is None:
+        data = runner.input_data(index, int(np.prod(info.shape)) * np.dtype(dtype).itemsize)
+        if data is None:
             values.append(np.zeros(info.shape, dtype=dtype))
         else:
-            values.append(np.frombuffer(path.read_bytes(), dtype=dtype).reshape(info.shape).copy())
+            values.append(np.frombuffer(data, dtype=dtype).reshape(info.shape).copy())
     return values
 
 

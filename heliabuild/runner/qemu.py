@@ -168,12 +168,8 @@ def instructions_of(segment_ticks: Sequence[int]) -> dict[str, Any]:
     return {"total": counts[-1], "segments": segments}
 
 
-def _input_fills(runner: Any, count: int) -> list[bytes | None]:
-    fills: list[bytes | None] = []
-    for index in range(count):
-        path = runner.input_file(index)
-        fills.append(None if path is None else path.read_bytes())
-    return fills
+def _input_fills(runner: Any, sizes: list[int]) -> list[bytes | None]:
+    return [runner.input_data(index, size) for index, size in enumerate(sizes)]
 
 
 def unfenced_model(model_path: Path) -> bytes:
@@ -191,7 +187,7 @@ def expectation_of(runner: Any, firmware: dict[str, Any], model_sha256: str, npu
 
     policy = runner.policy
     input_sizes = [int(size) for size in firmware["input_bytes"]]
-    fills = _input_fills(runner, len(input_sizes))
+    fills = _input_fills(runner, input_sizes)
     expectation = Expectation(
         segments=int(firmware["segments"]),
         input_count=len(input_sizes),

@@ -34,7 +34,7 @@ from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
 from heliabuild.files import remove_files, write_all_or_nothing
-from heliabuild.scons.messages import EXIT_BAD_INPUT, report_failure, stage_failed
+from heliabuild.scons.messages import EXIT_BAD_INPUT, report_failure, stage_failed, written_by_this_stage
 
 if TYPE_CHECKING:  # heliabuild.executor is imported when a stage runs, not by a no-op build
     from heliabuild.executor import Executor
@@ -178,7 +178,7 @@ def failed(error: HeliaError, targets: Sequence[Node]) -> int:
     """heliabuild.scons.messages.stage_failed, printing an executor error only the first time (_first_report)."""
     if _first_report(error):
         return stage_failed(error, targets)
-    remove_files(Path(node.get_abspath()) for node in targets)
+    remove_files(written_by_this_stage(targets))
     return EXIT_BAD_INPUT
 
 

@@ -3,7 +3,8 @@
 heliabuild writes every file through a temporary file in the target's folder
 (`.<target name>.<random>.tmp`, see heliabuild.files.write_atomic) and runs
 Vela in a work folder (`.<model stem>.vela-<random>`, removed by
-heliabuild.vela.compile itself on its next run, unless a live run holds it). A
+heliabuild.vela.compile itself on its next run, when it holds heliabuild's marker
+and no live run holds it). A
 stage killed by SIGKILL cannot remove its temporary files; its targets are
 complete or absent, but the temporaries stay. Each stage action therefore
 removes its own targets' leftover temporaries before it runs, so the next

@@ -4,8 +4,9 @@ Every stage action prints one progress line, `heliabuild: <stage> <first
 target>`, through a COMSTR-style construction variable. A stage that fails on
 bad input (a HeliaError) prints one line, `heliabuild: error: <message>`
 (plus ` (hint: ...)` when the error has one), as the `heliabuild` command
-does, removes whatever may be left of its targets and returns exit status 2,
-so SCons stops with no Python traceback. A warning of a tool a stage ran
+does, removes what this build wrote of its targets (never a Precious target
+the stage did not replace, see stage_failed) and returns exit status 2, so
+SCons stops with no Python traceback. A warning of a tool a stage ran
 (Vela's) is one line, `heliabuild: warning: <stage> <first target>: <text>`,
 printed once per SCons run however many targets raise it. A configuration
 mistake found while the SConscripts are read (a builder called with the wrong
@@ -20,7 +21,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 
@@ -30,6 +31,7 @@ from SCons.Node import Node
 
 from heliabuild.colour import coloured
 from heliabuild.errors import HeliaError
+from heliabuild.files import remove_files
 from heliabuild.progress import clear_status
 from heliabuild.scons import interrupt
 from heliabuild.scons.interrupt import EXIT_INTERRUPTED
@@ -49,17 +51,60 @@ def error_line(error: HeliaError) -> str:
     return f"heliabuild: error: {error.message}{hint}"
 
 
+_started = threading.local()
+"""The identity of each target of the stage action running in this thread, taken when it started."""
+
+FileIdentity = tuple[int, int, int, int, int] | None
+"""A file's (device, inode, size, mtime_ns, ctime_ns), None when there is no file: a write of it changes it."""
+
+
+def _identity(path: str) -> FileIdentity:
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+@contextlib.contextmanager
+def stage_running_on(targets: Sequence[Node]) -> Iterator[None]:
+    """Note, for stage_failed, what is at each of `targets` as the stage action (this thread's) starts."""
+    _started.identities = {target.get_abspath(): _identity(target.get_abspath()) for target in targets}
+    try:
+        yield
+    finally:
+        _started.identities = None
+
+
+def written_by_this_stage(targets: Sequence[Node]) -> list[Path]:
+    """The files of `targets` this build wrote: each file at a target's path that was not there, the same
+    file, when the running stage action started (stage_running_on). SCons removed every target but a Precious
+    one before the action ran, so what a Precious target held then (the user's file, an earlier build's) is
+    kept, as SCons keeps it; outside a stage action, a Precious target is kept whatever it holds."""
+    identities: dict[str, FileIdentity] = getattr(_started, "identities", None) or {}
+    written: list[Path] = []
+    for target in targets:
+        path = target.get_abspath()
+        if path in identities:
+            found = _identity(path)
+            if found is not None and found != identities[path]:
+                written.append(Path(path))
+        elif not target.precious:
+            written.append(Path(path))
+    return written
+
+
 def stage_failed(error: HeliaError, targets: Sequence[Node]) -> int:
-    """Report `error` (see error_line) on stderr, remove any file of `targets`, return EXIT_BAD_INPUT.
+    """Report `error` (see error_line) on stderr, remove the files of `targets` this build wrote (see
+    written_by_this_stage), return EXIT_BAD_INPUT.
 
     The library writes atomically (all outputs of a stage or none), and SCons
-    removes a target before rebuilding it unless it is Precious; removing the
-    targets here keeps the guarantee even then, so a failed stage never leaves
-    a stale-but-plausible file for a later stage to pick up.
+    removes a target before rebuilding it unless it is Precious; removing what
+    the stage wrote keeps the guarantee, so a failed stage never leaves a
+    stale-but-plausible file for a later stage to pick up, and a Precious
+    target keeps what it held before the stage started, as SCons promises.
     """
-    for target in targets:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(target.get_abspath())
+    remove_files(written_by_this_stage(targets))
     return report_failure(error)
 
 

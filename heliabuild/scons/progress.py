@@ -38,6 +38,7 @@ from heliabuild.progress import CLEAR, clear_status
 from heliabuild.scons.collector import stage_running
 from heliabuild.scons.interrupt import EXIT_INTERRUPTED, StageInterrupted, interruptible
 from heliabuild.scons.interrupt import requested as interrupted
+from heliabuild.scons.messages import stage_running_on
 
 PREFIX = "heliabuild: "
 
@@ -94,7 +95,7 @@ class StageAction(FunctionAction):
         targets = executor.get_all_targets() if executor else target
         try:
             try:
-                with stage_running(), interruptible():
+                with stage_running(), stage_running_on(targets), interruptible():
                     status = super().__call__(target, source, env, *args, **kwargs)
             except StageInterrupted:
                 status = EXIT_INTERRUPTED

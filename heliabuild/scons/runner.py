@@ -33,7 +33,7 @@ Contract (docs/runner.md, "Wiring"):
   bundle is never put into (or taken from) a CacheDir. The bundle's files are Precious (SCons does
   not delete them before the run: the library replaces an earlier bundle whole, when it verifies), and
   result.json's integrity check verifies the whole bundle, so a tampered file reruns the stage, which
-  refuses to replace it.
+  moves the damaged bundle aside whole (`<name>.damaged-<n>`, with one warning) and runs again.
 - Both depend on the heliabuild and ai-edge-litert versions and the integrity node (Value nodes). They
   print `$HELIA_RUNNERCOMSTR` / `$HELIA_RUNCOMSTR` (default `heliabuild: runner <target>`, `heliabuild:
   run <target>`). A HeliaError prints one `heliabuild: error:` line and leaves no output of the stage (a
@@ -47,6 +47,7 @@ import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from SCons.Builder import Builder
@@ -65,7 +66,7 @@ from heliabuild.scons.fvp import (
 )
 from heliabuild.scons.integrity import as_stored, set_verifier
 from heliabuild.scons.leftovers import remove_leftovers
-from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed
+from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
 from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
@@ -446,10 +447,12 @@ def _remove_target_folders(targets: Sequence[Node]) -> None:
 def run_action(target: list[Node], source: list[Node], env: Environment) -> int:
     """Run the runner and publish its bundle into the folder of `target[0]`.
 
-    A folder that holds anything but an earlier bundle that verifies (a
-    tampered bundle, say) is refused before the run, and left as it is; on
-    any failure an earlier bundle that verifies is removed, so no stale
-    bundle stays behind.
+    An earlier bundle there (or at `<folder>.previous`) that no longer
+    verifies (a file of it altered) is moved aside whole first
+    (_move_damaged_bundles_aside), so it blocks no build; a folder that holds
+    anything else is refused before the run, and left as it is; on any
+    failure an earlier bundle that verifies is removed, so no stale bundle
+    stays behind.
     """
     from heliabuild.results.bundle import check_bundle_target, discard_bundle
     from heliabuild.scons.executor import run_bundle, run_failed
@@ -457,7 +460,8 @@ def run_action(target: list[Node], source: list[Node], env: Environment) -> int:
     folder = os.path.dirname(target[0].get_abspath())
     _remove_target_folders(target)
     try:
-        check_bundle_target(folder)  # before measuring: a tampered bundle is refused, not replaced
+        _move_damaged_bundles_aside(folder, target[0])
+        check_bundle_target(folder)  # before measuring: a folder of anything else is refused, not replaced
         written = run_bundle(_real_path(source[0]), folder)
     except HeliaError as error:
         discard_bundle(folder)  # an earlier bundle it may replace; never a folder of anything else
@@ -469,6 +473,49 @@ def run_action(target: list[Node], source: list[Node], env: Environment) -> int:
     if os.path.abspath(written) != target[0].get_abspath() or missing:
         raise RuntimeError(f"{RUN_BUILDER_NAME}: wrote {written}; declared targets missing: {missing}")
     return 0
+
+
+DAMAGED_SUFFIX = ".damaged-"
+"""A bundle that no longer verifies is renamed to the sibling `<name>.damaged-<n>` (the first n free, from 1)."""
+
+
+def _move_damaged_bundles_aside(folder: str, result: Node) -> None:
+    """Rename the bundle at `folder`, and the one at `<folder>.previous`, to `<name>.damaged-<n>` when it is
+    a bundle (a real folder holding result.json and manifest.json) that does not verify, every byte kept, and
+    say so in one warning naming both folders. Anything else is left for check_bundle_target to judge."""
+    from SCons.Script import Dir
+
+    from heliabuild.results.bundle import previous_path
+    from heliabuild.results.reader import verify_bundle
+
+    top = Dir("#").get_abspath()
+    for bundle in (Path(folder), previous_path(folder)):
+        if bundle.is_symlink() or not (bundle / RESULT_FILE).is_file() or not (bundle / MANIFEST_FILE).is_file():
+            continue
+        try:
+            verify_bundle(bundle)
+            continue
+        except HeliaError as error:
+            problem = error.message
+        number = 1
+        while os.path.lexists(f"{bundle}{DAMAGED_SUFFIX}{number}"):
+            number += 1
+        aside = Path(f"{bundle}{DAMAGED_SUFFIX}{number}")
+        try:
+            os.rename(bundle, aside)
+        except OSError as failure:
+            raise HeliaError(
+                f"{bundle}: did not verify as a result bundle ({problem}), and cannot be moved aside to {aside}: "
+                f"{failure.strerror or failure}"
+            ) from None
+        stage_warnings(
+            "run",
+            result,
+            [
+                f"{os.path.relpath(bundle, top)} did not verify as a result bundle ({problem}); moved it aside "
+                f"whole to {os.path.relpath(aside, top)} and ran again"
+            ],
+        )
 
 
 def runner_builder() -> Builder:

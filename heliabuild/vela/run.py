@@ -12,25 +12,28 @@ output complete or absent, never cut off.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import difflib
 import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from heliabuild.distributions import version
-from heliabuild.documents import read_json, read_text
+from heliabuild.documents import read_json, read_regular_file, read_text
 from heliabuild.errors import HeliaError, VelaError
 from heliabuild.fence.contract import is_fence_name
 from heliabuild.fence.names import sidecar_path_for
 from heliabuild.fence.sidecar import load_sidecar
-from heliabuild.files import make_folders, remove_files, remove_folders, sha256_file, write_json
+from heliabuild.files import make_folders, remove_files, remove_folders, sha256_file, write_atomic, write_json
 from heliabuild.locks import acquire, is_held, locked
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, load_model, model_sha256
@@ -52,6 +55,9 @@ WORK_LOCK = ".lock"
 """The lock file in a work folder, held while the folder is in use."""
 WORK_LOCK_SUFFIX = ".vela.lock"
 """The model's lock `.<model stem>.vela.lock`, held while work folders are created or removed."""
+WORK_MARKER = ".heliabuild-vela-work"
+"""The file heliabuild writes first into each work folder it makes: no folder without it is ever removed."""
+WORK_MARKER_TEXT = b"a work folder of heliabuild's Vela stage; its next run removes it once no run holds .lock\n"
 DEFAULT_CONFIG = "Arm/vela.ini"
 """The packaged configuration file Vela reads when it is given none (Vela 4 and 5)."""
 OWN_OPTIONS = (
@@ -328,29 +334,70 @@ def _source_sha256(model: Path, loaded: Model) -> str | None:
 def _new_work_folder(folder: Path, stem: str) -> tuple[Path, int]:
     """A new work folder for Vela on the model `stem` in `folder`, and the descriptor of its held lock.
 
-    A work folder is `.<stem>.vela-<random letters, digits or _>`, holding the lock
-    file `.lock` its run holds until the folder is removed (_remove_work). A
-    killed run's lock is released by the kernel, so its folder is stale, and
-    the stale folders of the model are removed first. Creating a folder and
+    A work folder is `.<stem>.vela-<random letters, digits or _>`, holding
+    heliabuild's marker WORK_MARKER and the lock file `.lock` its run holds
+    until the folder is removed (_remove_work). A killed run's lock is
+    released by the kernel, so its folder is stale, and the stale folders of
+    the model are removed first: only folders that carry the marker
+    (_is_work_folder), so a folder of the user's that merely has the name
+    is never touched. Creating a folder and
     taking its lock, and removing stale folders, happen under the model's
     lock `.<stem>.vela.lock`, so no process ever sees a live folder before
     it is locked: two runs at once never remove each other's work.
     """
-    with locked(folder / f".{stem}{WORK_LOCK_SUFFIX}"):
-        pattern = re.compile(rf"\.{re.escape(stem)}{re.escape(WORK_PREFIX)}[a-z0-9_]+")
-        for stale in folder.glob(f".{glob.escape(stem)}{WORK_PREFIX}*"):
-            ours = pattern.fullmatch(stale.name) and stale.is_dir() and not stale.is_symlink()
-            if ours and not is_held(stale / WORK_LOCK):
-                shutil.rmtree(stale, ignore_errors=True)
-        try:
-            work = Path(tempfile.mkdtemp(prefix=f".{stem}{WORK_PREFIX}", dir=folder))
-        except OSError as error:
-            raise VelaError(f"{folder}: cannot create Vela's work folder: {error.strerror or error}") from None
-        try:
-            return work, acquire(work / WORK_LOCK)
-        except BaseException:
+    work: Path | None = None
+    lock: int | None = None
+    try:  # an interrupt anywhere once the folder exists (releasing the model's lock included) removes it
+        with locked(folder / f".{stem}{WORK_LOCK_SUFFIX}"):
+            pattern = re.compile(rf"\.{re.escape(stem)}{re.escape(WORK_PREFIX)}[a-z0-9_]+")
+            for stale in folder.glob(f".{glob.escape(stem)}{WORK_PREFIX}*"):
+                if pattern.fullmatch(stale.name) and _is_work_folder(stale) and not is_held(stale / WORK_LOCK):
+                    shutil.rmtree(stale, ignore_errors=True)
+            with _interrupts_deferred():  # so `work` and `lock` always name what exists, for the cleanup below
+                try:
+                    work = Path(tempfile.mkdtemp(prefix=f".{stem}{WORK_PREFIX}", dir=folder))
+                except OSError as error:
+                    raise VelaError(f"{folder}: cannot create Vela's work folder: {error.strerror or error}") from None
+                write_atomic(work / WORK_MARKER, WORK_MARKER_TEXT)
+                lock = acquire(work / WORK_LOCK)
+        return work, lock
+    except BaseException:
+        if lock is not None:
+            os.close(lock)
+        if work is not None:
             shutil.rmtree(work, ignore_errors=True)
-            raise
+        raise
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold a SIGINT back for the block, on the main thread (the only one Python raises KeyboardInterrupt in):
+    one that came meanwhile is raised again as the block ends. The block must not wait on anything."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: came.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if came:
+            signal.raise_signal(signal.SIGINT)
+
+
+def _is_work_folder(folder: Path) -> bool:
+    """Whether `folder` is a work folder heliabuild made: a real folder (no symlink) holding WORK_MARKER, a
+    regular file with WORK_MARKER_TEXT."""
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    try:
+        marker = read_regular_file(
+            folder / WORK_MARKER, "work folder marker", limit=len(WORK_MARKER_TEXT), follow_symlinks=False
+        )
+    except HeliaError:
+        return False
+    return marker == WORK_MARKER_TEXT
 
 
 def _earlier_outputs(target: Path, names: dict[str, str], source: Path) -> list[Path]:

@@ -152,14 +152,12 @@ def _accepting(port: int, process: subprocess.Popen[bytes], seconds: float = 10.
 def require_nginx() -> str:
     """The nginx executable; without one, the test fails under CI (env CI set: .ci/run installs Debian's
     nginx) and skips with the reason elsewhere."""
-    import pytest
+
+    from helpers.skips import missing
 
     binary = nginx_binary()
     if binary is None:
-        reason = "nginx is not installed (Debian package nginx); the remote cache tests need a real server"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}, and under CI it must be (.ci/run installs it)")
-        pytest.skip(reason)
+        missing("nginx is not installed (Debian package nginx); the remote cache tests need a real server")
     return binary
 
 
