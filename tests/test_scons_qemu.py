@@ -7,6 +7,7 @@ serves the library and the ELFs to a second checkout."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -138,3 +139,17 @@ def test_another_platform_with_qemu_is_a_configuration_error(tmp_path: Path) -> 
     result = run_scons(project(tmp_path / "project", pipelines))
     assert result.returncode != 0
     assert "backend qemu-m55 runs on platform mps3_an547, and platform 'apollo510_evb' was given" in output_of(result)
+
+
+def test_a_model_the_module_generator_refuses_fails_before_the_first_stage(tmp_path: Path) -> None:
+    folder = project(tmp_path / "project", {"q": {"model": "gru.tflite", "fences": [3], "backend": "qemu-m55"}})
+    save_model(synthesize("gru", seed=0), folder / "gru.tflite")
+    result = run_scons(folder, "-j2")
+    assert result.returncode != 0
+    assert "gru.tflite: the module generator refuses 65 of 137 operators: no kernel for UNPACK (op 0)" in output_of(
+        result
+    )
+    stages = {match.group(1) for match in re.finditer(r"^heliabuild: \[\d+/\d+\] (\S+) ", output_of(result), re.M)}
+    assert stages == {"admission"}, output_of(result)
+    assert not (folder / "build" / "q" / "q_fenced.tflite").exists()
+    assert not (folder / "build" / "q" / "q_admission.json").exists()

@@ -14,6 +14,7 @@ from heliabuild.errors import HeliaError
 from heliabuild.model.io import Model
 from heliabuild.synth.large import large_model
 from heliabuild.synth.networks import chain_network, int8_network, residual_network
+from heliabuild.synth.recurrent import gru_network
 from heliabuild.synth.single_op import SINGLE_OPS, default_shapes, single_op_model
 from heliabuild.synth.stateful import counter_model
 
@@ -70,6 +71,11 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "CONV_2D, DEPTHWISE_CONV_2D, ADD, AVERAGE_POOL_2D, RESHAPE, FULLY_CONNECTED, SOFTMAX",
         partial(int8_network, depth=None, residual=None),
     ),
+    "gru": (
+        "int8 unrolled GRU [1,8,8] -> UNPACK, per step FULLY_CONNECTED x2, SPLIT, STRIDED_SLICE x3, LOGISTIC x2, "
+        "TANH, SUB, MUL, ADD (137 ops, as the converter emits keras GRU(unroll=True))",
+        gru_network,
+    ),
     "counter": (
         "float32 stateful model: a CALL_ONCE init subgraph sets a resource variable to 0, each invoke adds 1 "
         "and returns x + counter + bias (for the acquisition lifecycle: carry keeps the state)",
@@ -92,7 +98,9 @@ for _op, _dtype in _SINGLE_OP_KINDS:
     )
 
 KINDS: dict[str, str] = {name: description for name, (description, _build) in _BUILDERS.items()}
-SEEDED_KINDS: frozenset[str] = frozenset({"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"})
+SEEDED_KINDS: frozenset[str] = frozenset(
+    {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large", "gru"}
+)
 
 
 def synthesize(kind: str, seed: int = 0) -> Model:

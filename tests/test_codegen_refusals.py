@@ -1,0 +1,145 @@
+"""Refusals a person can read (issue 22, part 3): the module generator groups the operators it refuses by type,
+with counts and the first few by index and stable id, names the refused form when the type has a kernel, lists
+in its hint only what the admission table admits, and the refusal comes before the first stage runs (the CLI's
+fence and aot-plan for the qemu-m55 backend, and SCons's qemu-m55 pipelines)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ai_edge_litert import schema_py_generated as schema
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from heliabuild.codegen import lowering
+from heliabuild.codegen.lowering import ModelRefusedError
+from heliabuild.codegen.module import check_admission, lower
+from heliabuild.codegen.refusals import SUMMARY_LIMIT, ModuleRefusal, summary
+from heliabuild.model import save_model
+from heliabuild.model.ids import stable_operator_ids
+from heliabuild.synth import synthesize
+from heliabuild.synth.builder import GraphBuilder
+from heliabuild.synth.quant import quantization_parameters
+
+OP = schema.BuiltinOperator
+GRU_MESSAGE = (
+    "gru.tflite: the module generator refuses 65 of 137 operators: no kernel for UNPACK (op 0), "
+    "SPLIT x8 (ops 3, 20, 37, ...), STRIDED_SLICE x24 (ops 4, 5, 6, ...), LOGISTIC x16 (ops 8, 10, 25, ...), "
+    "TANH x8 (ops 13, 30, 47, ...), SUB x8 (ops 15, 32, 49, ...)"
+)
+
+
+def _refused(model: object) -> ModelRefusedError:
+    with pytest.raises(ModelRefusedError) as caught:
+        lower(model, "gru.tflite")  # type: ignore[arg-type]
+    return caught.value
+
+
+def test_an_unrolled_grus_refusal_is_one_grouped_sentence_under_300_characters() -> None:
+    model = synthesize("gru", seed=0)
+    error = _refused(model)
+    assert error.message == GRU_MESSAGE
+    assert len(error.message) < 300
+    ids = {operator.index: operator.id for operator in stable_operator_ids(model)}
+    assert len(error.refusals) == 65
+    assert all(r.id == ids[r.index] and r.no_kernel for r in error.refusals)
+    assert [r.index for r in error.refusals if r.op_type == "SPLIT"][:3] == [3, 20, 37]
+
+
+def test_a_few_refusals_name_the_first_operator_by_stable_id() -> None:
+    builder = GraphBuilder()
+    x = builder.activation("x", (2, 3), "float32")
+    y = builder.activation("tanh_out", (2, 3), "float32")
+    z = builder.activation("tanh_again", (2, 3), "float32")
+    builder.operator(OP.TANH, [x], [y])
+    builder.operator(OP.TANH, [y], [z])
+    model = builder.finish([x], [z], description="two TANH", name="tanh", dynamic_batch=False)
+    assert _refused(model).message == (
+        "gru.tflite: the module generator refuses 2 of 2 operators: no kernel for TANH x2 (ops 0 '0:tanh_out', 1)"
+    )
+
+
+def _int8_binary(shape1: tuple[int, ...], shape2: tuple[int, ...], dtype: str = "int8", activation: int = 0) -> object:
+    builder = GraphBuilder()
+    q = quantization_parameters([0.1], [0])
+    a = builder.activation("a", shape1, dtype, q)
+    b = builder.activation("b", shape2, dtype, q)
+    y = builder.activation("sum", np.broadcast_shapes(shape1, shape2), dtype, q)
+    options = schema.AddOptionsT()
+    options.fusedActivationFunction = activation
+    builder.operator(OP.ADD, [a, b], [y], options, version=2)
+    return builder.finish([a, b], [y], description="one ADD", name="add", dynamic_batch=False)
+
+
+@pytest.mark.parametrize(
+    ("model", "form"),
+    [
+        (_int8_binary((1, 4), (1, 4), "int16"), "input 0 'a' is int16, expected int8"),
+        (_int8_binary((1, 4), (1, 4), activation=schema.ActivationFunctionType.TANH), "fused activation TANH"),
+        (_int8_binary((1,) * 7, (1,) * 7), "rank 7 is above the kernels' 6"),
+    ],
+    ids=["dtype", "activation", "rank"],
+)
+def test_a_supported_type_in_a_refused_form_names_the_form(model: object, form: str) -> None:
+    error = _refused(model)
+    prefix = "gru.tflite: the module generator refuses 1 of 1 operator: refused forms: ADD (op 0"
+    assert error.message.startswith(prefix)
+    assert form in error.message
+    assert error.refusals[0].no_kernel is False
+
+
+def test_the_hint_lists_exactly_the_admission_tables_types_with_their_forms() -> None:
+    assert set(lowering.FORMS) == set(lowering._LOWERINGS)
+    hint = _refused(synthesize("gru", seed=0)).hint
+    assert hint is not None
+    listed = re.findall(r"[A-Z][A-Z0-9_]+[A-Z0-9]", hint.split(" (docs/")[0])
+    assert sorted(listed) == sorted(lowering.FORMS)
+    # The int8 forms of QUANTIZE and SQUARED_DIFFERENCE are not promised by the base table.
+    assert "float32 to int8: QUANTIZE" in hint
+    assert "float32 and float16: DIV, NEG, SQUARED_DIFFERENCE" in hint
+
+
+REFUSAL = st.builds(
+    ModuleRefusal,
+    index=st.integers(0, 10_000),
+    id=st.text(min_size=1, max_size=60),
+    op_type=st.sampled_from(["SPLIT", "TANH", "UNPACK", "LOGISTIC", "SUB", "GATHER", "A" * 30, "B", "C_D"]),
+    reason=st.text(min_size=1, max_size=50),
+    no_kernel=st.booleans(),
+)
+
+
+@settings(max_examples=300)
+@given(refusals=st.lists(REFUSAL, min_size=1, max_size=300, unique_by=lambda r: r.index))
+def test_the_summary_fits_its_limit_and_accounts_for_every_type(refusals: list[ModuleRefusal]) -> None:
+    refusals.sort(key=lambda r: r.index)
+    text = summary(refusals, 10_001)
+    assert text.startswith(f"refuses {len(refusals)} of 10001 operators: ")
+    groups = {(r.op_type, r.no_kernel) for r in refusals}
+    hidden = re.search(r"; and (\d+) more types?$", text)
+    shown = sum(1 for op_type, _ in groups if f"{op_type} (op" in text or f"{op_type} x" in text)
+    assert shown + (int(hidden.group(1)) if hidden else 0) >= len(groups)
+    first_group_alone = hidden is not None and int(hidden.group(1)) == len(groups) - 1
+    assert len(text) <= SUMMARY_LIMIT or first_group_alone
+
+
+def test_cli_fence_and_aot_plan_for_qemu_refuse_before_writing_anything(cli, tmp_path: Path) -> None:
+    source = tmp_path / "gru.tflite"
+    save_model(synthesize("gru", seed=0), source)
+    fenced = cli("fence", source, "--after-ops", "3", "--backend", "qemu-m55", "-o", tmp_path / "f" / "gru_f.tflite")
+    assert fenced.code == 2
+    assert "the module generator refuses 65 of 137 operators: no kernel for UNPACK (op 0)" in fenced.err
+    planned = cli("aot-plan", source, "--platform", "mps3_an547", "-o", tmp_path / "plan")
+    assert planned.code == 2 and "refuses 65 of 137 operators" in planned.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gru.tflite"]
+    # Without the qemu-m55 backend the fence stage does not ask the module generator.
+    assert cli("fence", source, "--after-ops", "3", "-o", tmp_path / "gru_fenced.tflite").code == 0
+
+
+def test_check_admission_reads_the_model_and_admits_a_model_with_kernels(tmp_path: Path) -> None:
+    source = tmp_path / "chain.tflite"
+    save_model(synthesize("chain", seed=0), source)
+    check_admission(source)
