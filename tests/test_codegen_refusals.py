@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from heliabuild.codegen import lowering
 from heliabuild.codegen.lowering import ModelRefusedError
+from heliabuild.codegen.lowering_data import DATA_FORMS, DATA_LOWERINGS
 from heliabuild.codegen.module import check_admission, lower
 from heliabuild.codegen.refusals import SUMMARY_LIMIT, ModuleRefusal, summary
 from heliabuild.model import save_model
@@ -93,13 +94,14 @@ def test_a_supported_type_in_a_refused_form_names_the_form(model: object, form: 
 
 def test_the_hint_lists_exactly_the_admission_tables_types_with_their_forms() -> None:
     assert set(lowering.FORMS) == set(lowering._LOWERINGS)
+    assert set(DATA_FORMS) == set(DATA_LOWERINGS)
     hint = _refused(synthesize("gru", seed=0)).hint
     assert hint is not None
     listed = re.findall(r"[A-Z][A-Z0-9_]+[A-Z0-9]", hint.split(" (docs/")[0])
-    assert sorted(listed) == sorted(lowering.FORMS)
-    # The int8 forms of QUANTIZE and SQUARED_DIFFERENCE are not promised by the base table.
-    assert "float32 to int8: QUANTIZE" in hint
+    assert sorted(listed) == sorted({*lowering.FORMS, *DATA_FORMS})
+    # SQUARED_DIFFERENCE's int8 form has no kernel, and is not promised.
     assert "float32 and float16: DIV, NEG, SQUARED_DIFFERENCE" in hint
+    assert "float32 or int8 to int8: QUANTIZE" in hint
 
 
 REFUSAL = st.builds(

@@ -40,8 +40,10 @@ class GeneratedModule:
 def lower(loaded: Model, source: str, *, npu: bool = False) -> list[KernelCall]:
     """Every operator of `loaded` lowered to its kernel call, with every kernel table of heliabuild.codegen (and,
     with `npu`, Vela's `ethos-u` operators as driver calls); ModelRefusedError names what no kernel takes."""
-    extra: dict[str, Lowering] = {}
-    forms: dict[str, str] = {}
+    from heliabuild.codegen.lowering_data import DATA_FORMS, DATA_LOWERINGS
+
+    extra: dict[str, Lowering] = {**DATA_LOWERINGS}
+    forms: dict[str, str] = {**DATA_FORMS}
     if npu:
         from heliabuild.codegen.npu import NPU_FORMS, NPU_LOWERINGS
 

@@ -366,6 +366,30 @@ def softmax_params(input_scale: float, beta: float = 1.0) -> SoftmaxParams:
     return SoftmaxParams(multiplier, shift, -radius)
 
 
+@dataclass(frozen=True)
+class RequantizeParams:
+    """Standalone RELU / RELU6 / RELU_N1_TO_1 and int8 -> int8 QUANTIZE (helia_requantize_s8_args)."""
+
+    input_zero_point: int
+    output_zero_point: int
+    multiplier: int
+    shift: int
+    act_min: int
+    act_max: int
+
+
+def requantize_params(input_quant: Quant, output_quant: Quant, activation: str = "NONE") -> RequantizeParams:
+    """The multiplier of input_scale / output_scale and the activation's bounds, as LiteRT prepares them: the
+    RELU family divides the float32 scales in float32 (ReluPrepare), QUANTIZE (activation NONE) in double."""
+    if activation == "NONE":
+        ratio = float(input_quant.scale) / float(output_quant.scale)
+    else:
+        ratio = float(np.float32(input_quant.scale) / np.float32(output_quant.scale))
+    multiplier, shift = quantize_multiplier(ratio)
+    low, high = activation_range(activation, output_quant)
+    return RequantizeParams(input_quant.zero_point, output_quant.zero_point, multiplier, shift, low, high)
+
+
 # ---- ctypes -------------------------------------------------------------------------------------
 
 _I8 = ctypes.POINTER(ctypes.c_int8)
@@ -438,6 +462,13 @@ class SoftmaxArgs(ctypes.Structure):
     ]  # fmt: skip
 
 
+class RequantizeArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("output", _I8),
+        *_fields("count", "input_zero_point", "output_zero_point", "multiplier", "shift", "act_min", "act_max"),
+    ]  # fmt: skip
+
+
 def _pointer(array: np.ndarray | None, kind: type) -> object:
     if array is None:
         return ctypes.cast(None, kind)
@@ -486,6 +517,7 @@ class Int8Kernels:
         "helia_quantize_f32_s8": ([_F32, _I8, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
         "helia_dequantize_s8_f32": ([_I8, _F32, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
         "helia_softmax_s8": ([ctypes.POINTER(SoftmaxArgs)], ctypes.c_int),
+        "helia_requantize_s8": ([ctypes.POINTER(RequantizeArgs)], ctypes.c_int),
         "helia_ops_mbqm_double": ([ctypes.c_int32] * 3, ctypes.c_int32),
         "helia_ops_mbqm_single": ([ctypes.c_int32] * 3, ctypes.c_int32),
     }
@@ -640,4 +672,15 @@ class Int8Kernels:
             params.input_multiplier, params.input_left_shift, params.diff_min,
         )  # fmt: skip
         self._call("helia_softmax_s8", args, arrays=(x, out))
+        return out
+
+    def requantize(self, params: RequantizeParams, input: np.ndarray) -> np.ndarray:
+        """Standalone RELU / RELU6 / RELU_N1_TO_1, or int8 -> int8 QUANTIZE (activation NONE)."""
+        x = _c_array(input, "int8")
+        out = np.zeros(x.shape, np.int8)
+        args = RequantizeArgs(
+            _pointer(x, _I8), _pointer(out, _I8), x.size, params.input_zero_point, params.output_zero_point,
+            params.multiplier, params.shift, params.act_min, params.act_max,
+        )  # fmt: skip
+        self._call("helia_requantize_s8", args, arrays=(x, out))
         return out

@@ -225,3 +225,31 @@ def softmax_model(shape: Sequence[int], input_quant: Quant, beta: float = 1.0) -
     options.beta = beta
     builder.operator(OP.SOFTMAX, [x], [y], options, version=2)
     return _finish(builder, [x], y, "softmax")
+
+
+UNARY_CODES = {"RELU": OP.RELU, "RELU6": OP.RELU6, "RELU_N1_TO_1": OP.RELU_N1_TO_1, "QUANTIZE": OP.QUANTIZE}
+
+
+def requantize_model(kind: str, shape: Sequence[int], input_quant: Quant, output_quant: Quant) -> Model:
+    """One standalone RELU, RELU6 or RELU_N1_TO_1, or an int8 -> int8 QUANTIZE (`kind`)."""
+    builder = GraphBuilder()
+    x = builder.activation("input", shape, "int8", _q(input_quant))
+    y = builder.activation("output", shape, "int8", _q(output_quant))
+    options = schema.QuantizeOptionsT() if kind == "QUANTIZE" else None
+    builder.operator(UNARY_CODES[kind], [x], [y], options, version=1 if kind == "RELU_N1_TO_1" else 2)
+    return _finish(builder, [x], y, kind.lower())
+
+
+def reshape_like_model(kind: str, input_shape: Sequence[int], output_shape: Sequence[int], quant: Quant) -> Model:
+    """One SQUEEZE (squeezing every axis of extent 1 the output drops) or EXPAND_DIMS (a constant axis)."""
+    builder = GraphBuilder()
+    x = builder.activation("input", input_shape, "int8", _q(quant))
+    y = builder.activation("output", output_shape, "int8", _q(quant))
+    if kind == "SQUEEZE":
+        options = schema.SqueezeOptionsT()
+        options.squeezeDims = [a for a, d in enumerate(input_shape) if d == 1][: len(input_shape) - len(output_shape)]
+        builder.operator(OP.SQUEEZE, [x], [y], options, version=1)
+    else:
+        axis = next((a for a in range(len(output_shape)) if output_shape[a] == 1), 0)
+        builder.operator(OP.EXPAND_DIMS, [x, builder.constant("axis", np.array([axis], np.int32))], [y], version=1)
+    return _finish(builder, [x], y, kind.lower())

@@ -196,6 +196,23 @@ typedef struct helia_softmax_s8_args {
 helia_status helia_softmax_s8_check(const helia_softmax_s8_args *args);
 helia_status helia_softmax_s8(const helia_softmax_s8_args *args);
 
+/* ---- int8 requantization: RELU, RELU6, RELU_N1_TO_1 and int8 -> int8 QUANTIZE (ops_unary.c) ------- */
+typedef struct helia_requantize_s8_args {
+    const int8_t *input;
+    int8_t *output;              /* may be exactly the input */
+    int32_t count;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t multiplier;          /* input_scale / output_scale as a quantized multiplier */
+    int32_t shift;
+    int32_t act_min;             /* the activation's bounds; QUANTIZE: -128, 127 */
+    int32_t act_max;
+} helia_requantize_s8_args;
+
+helia_status helia_requantize_s8_check(const helia_requantize_s8_args *args);
+helia_status helia_requantize_s8_run(const helia_requantize_s8_args *args);
+helia_status helia_requantize_s8(const helia_requantize_s8_args *args);
+
 /* ---- the fixed-point helpers, exported for tests ------------------------------------------------ */
 int32_t helia_ops_mbqm_double(int32_t x, int32_t multiplier, int32_t shift);
 int32_t helia_ops_mbqm_single(int32_t x, int32_t multiplier, int32_t shift);
