@@ -1,7 +1,7 @@
 """The data-movement and simple element-wise int8 operators (issue 22, part A) end to end on QEMU mps3-an547:
 a model chaining standalone RELU6, int8 -> int8 QUANTIZE, RELU, EXPAND_DIMS, SQUEEZE and RELU_N1_TO_1 becomes a
 Cortex-M55 firmware whose outputs equal LiteRT's reference kernels byte for byte, fenced and unfenced, and the
-requantize kernel's random cases replayed on the target equal LiteRT there too."""
+kernels' random cases replayed on the target equal LiteRT there too; the MobileNetV2 family runs end to end."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 from conftest import require_firmware_tools
+from helpers.int8_models import mean_model, requantize_model, run_reference
 from test_codegen_qemu import _assert_matches_reference, _build, _fenced, _run
-from test_kernels_int8_m55 import Emitter
+from test_kernels_int8_m55 import STRUCT_TYPES, Emitter
 
-from heliabuild.kernels.int8 import Int8Kernels, KernelCall, Quant, requantize_params
+from heliabuild.kernels import int8
+from heliabuild.kernels.int8 import Int8Kernels, KernelCall, Quant, mean_params, requantize_params
 from heliabuild.kernels.native import load_host_library
 from heliabuild.model import save_model
 from heliabuild.model.io import Model
@@ -22,6 +24,7 @@ from heliabuild.synth.builder import GraphBuilder
 from heliabuild.synth.quant import quantization_parameters
 
 OP = schema.BuiltinOperator
+STRUCT_TYPES.update({int8.RequantizeArgs: "helia_requantize_s8_args", int8.MeanArgs: "helia_mean_s8_args"})
 
 
 @pytest.fixture(autouse=True)
@@ -67,38 +70,83 @@ def test_a_chain_of_data_operators_is_bit_exact_on_qemu(
     assert len(run.samples[0].segment_ticks) == len(fences) + 1
 
 
-def test_requantize_cases_are_bit_exact_on_the_cortex_m55(
+def _requantize_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    shape = tuple(int(v) for v in rng.integers(1, 6, size=int(rng.integers(1, 4))))
+    iq = Quant(float(rng.uniform(1e-3, 0.5)), int(rng.integers(-128, 128)))
+    oq = Quant(iq.scale * float(rng.uniform(0.05, 20.0)), int(rng.integers(-128, 128)))
+    x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    expected = run_reference(requantize_model(kind, shape, iq, oq), [x])
+    kernels.requantize(requantize_params(iq, oq, "NONE" if kind == "QUANTIZE" else kind), x)
+    return expected
+
+
+def _mean_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    rank = int(rng.integers(1, 5))
+    shape = tuple(int(v) for v in rng.integers(1, 7, size=rank))
+    first = int(rng.integers(rank))
+    axes = list(range(first, int(rng.integers(first, rank)) + 1))
+    keep_dims = bool(rng.integers(2))
+    iq = Quant(float(rng.uniform(1e-3, 0.5)), int(rng.integers(-128, 128)))
+    oq = iq if rng.integers(4) == 0 else Quant(float(rng.uniform(1e-3, 0.5)), int(rng.integers(-128, 128)))
+    params = mean_params(shape, axes, keep_dims, iq, oq)
+    x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    expected = run_reference(mean_model(shape, axes, keep_dims, iq, oq, params.output_shape), [x])
+    kernels.mean(params, x)
+    return expected
+
+
+REPLAYED = {
+    **{kind: _requantize_case for kind in ("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")},
+    "MEAN": _mean_case,
+}
+CASES_PER_KIND = 20
+
+
+def test_the_kernels_random_cases_are_bit_exact_on_the_cortex_m55(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, firmware_library: Path
 ) -> None:
-    import test_kernels_int8_m55
-    from helpers.int8_models import requantize_model, run_reference
-
+    """Each kernel's random cases, LiteRT's outputs beside them, replayed by one firmware on QEMU."""
     from heliabuild.firmware.build import link_firmware
     from heliabuild.firmware.qemu import run_on_qemu
-    from heliabuild.kernels import int8
 
-    test_kernels_int8_m55.STRUCT_TYPES[int8.RequantizeArgs] = "helia_requantize_s8_args"
-    kernels = Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_unary")))
+    kernels = Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_data")))
     recorded: list[KernelCall] = []
     kernels.recorder = recorded.append
     emitter = Emitter()
     rng = np.random.default_rng(20261201)
-    kinds = ("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")
-    for index in range(80):
-        kind = kinds[index % 4]
-        shape = tuple(int(v) for v in rng.integers(1, 6, size=int(rng.integers(1, 4))))
-        iq = Quant(float(rng.uniform(1e-3, 0.5)), int(rng.integers(-128, 128)))
-        oq = Quant(iq.scale * float(rng.uniform(0.05, 20.0)), int(rng.integers(-128, 128)))
-        x = rng.integers(-128, 128, size=shape, dtype=np.int8)
-        expected = run_reference(requantize_model(kind, shape, iq, oq), [x])
-        recorded.clear()
-        kernels.requantize(requantize_params(iq, oq, "NONE" if kind == "QUANTIZE" else kind), x)
-        (call,) = recorded
-        assert isinstance(call.arrays[-1], np.ndarray) and call.arrays[-1].tobytes() == expected.tobytes()
-        emitter.add(index, kind, call, expected)
-    source = tmp_path / "requantize_cases.c"
+    for kind, case in REPLAYED.items():
+        for _ in range(CASES_PER_KIND):
+            recorded.clear()
+            expected = case(kernels, rng, kind)
+            (call,) = recorded
+            assert isinstance(call.arrays[-1], np.ndarray) and call.arrays[-1].tobytes() == expected.tobytes()
+            emitter.add(len(emitter.calls), kind, call, expected)
+    source = tmp_path / "data_cases.c"
     source.write_text(emitter.source())
-    elf = link_firmware(firmware_library, [source], [], tmp_path / "requantize_cases.elf")
+    elf = link_firmware(firmware_library, [source], [], tmp_path / "data_cases.elf")
     run = run_on_qemu(elf, timeout_s=120)
-    assert run.console.strip().splitlines()[-1] == "helia-int8 OK 80/80", run.console[-2000:]
+    total = len(REPLAYED) * CASES_PER_KIND
+    assert run.console.strip().splitlines()[-1] == f"helia-int8 OK {total}/{total}", run.console[-2000:]
     assert run.exit_status == 0
+
+
+FAMILY_CASES = [("mobilenet_v2", []), ("mobilenet_v2", [4, 11, 20])]
+
+
+@pytest.mark.parametrize(("kind", "fences"), FAMILY_CASES, ids=[f"{k}-{f}" for k, f in FAMILY_CASES])
+def test_synth_families_run_end_to_end_on_qemu(
+    firmware_library: Path, tmp_path: Path, kind: str, fences: list[int]
+) -> None:
+    """The MobileNetV2 family (MEAN pooling, residual ADDs), fenced and unfenced: outputs equal LiteRT's
+    reference kernels, and the per-segment instruction counts (QEMU icount) add up to the invoke's."""
+    from heliabuild.synth import synthesize
+
+    source = tmp_path / f"{kind}.tflite"
+    save_model(synthesize(kind, seed=1), source)
+    model = _fenced(source, fences, tmp_path) if fences else source
+    built = _build(firmware_library, model, tmp_path / "fw", seed=len(fences))
+    run = _run(built)
+    _assert_matches_reference(model, built, run)
+    segments = run.samples[0].segment_ticks
+    assert len(segments) == len(fences) + 1 and all(ticks > 0 for ticks in segments)
+    print(f"{kind} fences {fences}: segment instructions {[t * 125 // 4 for t in segments]}")

@@ -3,17 +3,22 @@
 - RELU, RELU6, RELU_N1_TO_1 and int8 -> int8 QUANTIZE: one `helia_requantize_s8` (c/ops_unary.c) call, the
   parameters from heliabuild.kernels.int8.requantize_params; a float32 QUANTIZE stays the base table's.
 - SQUEEZE and EXPAND_DIMS: no kernel, the byte copy RESHAPE is (`helia_reshape`).
+- MEAN (int8, constant int32 axes forming one contiguous run, any keep_dims): one `helia_mean_s8` call
+  (c/ops_data.c), the parameters from heliabuild.kernels.int8.mean_params.
 
 `DATA_LOWERINGS` and `DATA_FORMS` are added to the base table by heliabuild.codegen.module.lower.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from heliabuild.aot.facts import OperatorFacts
 from heliabuild.codegen.lowering import (
     KernelCall,
     Lowering,
     TensorRef,
+    _constant,
     _conversion,
     _dtype,
     _need,
@@ -61,11 +66,44 @@ def _reshape_like(op: OperatorFacts, _model: Model) -> KernelCall:
     return _reshape(op)
 
 
+def _mean(op: OperatorFacts, model: Model) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    axes_tensor = _dtype(_constant(op.input(1), "axes"), "int32", "axes")
+    stored = model.buffer_data(axes_tensor.buffer)
+    assert stored is not None
+    axes = [int(a) for a in np.frombuffer(stored.tobytes(), "<i4")]
+    params = int8.mean_params(
+        data.shape, axes, bool(op.option("keep_dims", False)), _quant(data, "input"), _quant(output, "output")
+    )
+    _need(params.output_shape == tuple(output.shape), f"output shape {list(output.shape)} is not the mean's")
+    return KernelCall.of(
+        op,
+        "helia_mean_s8",
+        "helia_mean_s8_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("outer", params.outer),
+            ("reduced", params.reduced),
+            ("inner", params.inner),
+            ("input_zero_point", params.input_zero_point),
+            ("output_zero_point", params.output_zero_point),
+            ("multiplier", params.multiplier),
+            ("shift", params.shift),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
 DATA_LOWERINGS: dict[str, Lowering] = {
+    "MEAN": _mean,
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE"), _requantize),
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS"), _reshape_like),
 }
 DATA_FORMS: dict[str, str] = {
+    "MEAN": "int8 over one run of axes",
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1"), "int8"),
     "QUANTIZE": "float32 or int8 to int8",
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS"), "any dtype"),

@@ -390,6 +390,46 @@ def requantize_params(input_quant: Quant, output_quant: Quant, activation: str =
     return RequantizeParams(input_quant.zero_point, output_quant.zero_point, multiplier, shift, low, high)
 
 
+@dataclass(frozen=True)
+class MeanParams:
+    """MEAN (helia_mean_s8_args without the pointers): the input as [outer, reduced, inner]."""
+
+    output_shape: tuple[int, ...]
+    outer: int
+    reduced: int
+    inner: int
+    input_zero_point: int
+    output_zero_point: int
+    multiplier: int
+    shift: int
+
+
+def mean_params(
+    input_shape: Sequence[int], axes: Sequence[int], keep_dims: bool, input_quant: Quant, output_quant: Quant
+) -> MeanParams:
+    """LiteRT's int8 MEAN preparation: the quantized multiplier of double(in_scale) / double(out_scale), with
+    1/n (n the count reduced per output) folded in: k = min(floor(log2 n), 32, 31 + shift), multiplier =
+    (multiplier << k) // n, shift - k. The axes (negative ones counted from the end, repeats ignored, as LiteRT
+    resolves them) must be a contiguous run; Int8KernelError otherwise."""
+    shape = tuple(int(d) for d in input_shape)
+    rank = len(shape)
+    raw = [int(a) for a in axes]
+    if not raw or any(not -rank <= a < rank for a in raw):
+        raise Int8KernelError(f"int8 mean: axes {raw} are not a nonempty list of axes of a rank {rank} input")
+    resolved = sorted({a % rank for a in raw})
+    if resolved != list(range(resolved[0], resolved[-1] + 1)):
+        raise Int8KernelError(f"int8 mean: axes {raw} are not contiguous; the kernel reduces one run of axes")
+    first, last = resolved[0], resolved[-1]
+    kept = [1 if first <= a <= last else d for a, d in enumerate(shape) if keep_dims or not first <= a <= last]
+    reduced = math.prod(shape[first : last + 1])
+    multiplier, shift = quantize_multiplier(float(input_quant.scale) / float(output_quant.scale))
+    fold = min(reduced.bit_length() - 1, 32, 31 + shift)
+    return MeanParams(
+        tuple(kept), math.prod(shape[:first]), reduced, math.prod(shape[last + 1 :]),
+        input_quant.zero_point, output_quant.zero_point, (multiplier << fold) // reduced, shift - fold,
+    )  # fmt: skip
+
+
 # ---- ctypes -------------------------------------------------------------------------------------
 
 _I8 = ctypes.POINTER(ctypes.c_int8)
@@ -469,6 +509,13 @@ class RequantizeArgs(ctypes.Structure):
     ]  # fmt: skip
 
 
+class MeanArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("output", _I8),
+        *_fields("outer", "reduced", "inner", "input_zero_point", "output_zero_point", "multiplier", "shift"),
+    ]  # fmt: skip
+
+
 def _pointer(array: np.ndarray | None, kind: type) -> object:
     if array is None:
         return ctypes.cast(None, kind)
@@ -518,6 +565,7 @@ class Int8Kernels:
         "helia_dequantize_s8_f32": ([_I8, _F32, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
         "helia_softmax_s8": ([ctypes.POINTER(SoftmaxArgs)], ctypes.c_int),
         "helia_requantize_s8": ([ctypes.POINTER(RequantizeArgs)], ctypes.c_int),
+        "helia_mean_s8": ([ctypes.POINTER(MeanArgs)], ctypes.c_int),
         "helia_ops_mbqm_double": ([ctypes.c_int32] * 3, ctypes.c_int32),
         "helia_ops_mbqm_single": ([ctypes.c_int32] * 3, ctypes.c_int32),
     }
@@ -683,4 +731,15 @@ class Int8Kernels:
             params.multiplier, params.shift, params.act_min, params.act_max,
         )  # fmt: skip
         self._call("helia_requantize_s8", args, arrays=(x, out))
+        return out
+
+    def mean(self, params: MeanParams, input: np.ndarray) -> np.ndarray:
+        """MEAN over the run of axes `params` was derived for."""
+        x = _c_array(input, "int8")
+        out = np.zeros(params.output_shape, np.int8)
+        args = MeanArgs(
+            _pointer(x, _I8), _pointer(out, _I8), params.outer, params.reduced, params.inner,
+            params.input_zero_point, params.output_zero_point, params.multiplier, params.shift,
+        )  # fmt: skip
+        self._call("helia_mean_s8", args, arrays=(x, out))
         return out

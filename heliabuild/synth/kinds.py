@@ -13,6 +13,7 @@ from functools import partial
 from heliabuild.errors import HeliaError
 from heliabuild.model.io import Model
 from heliabuild.synth.large import large_model
+from heliabuild.synth.mobilenet import mobilenet_v2_network
 from heliabuild.synth.networks import chain_network, int8_network, residual_network
 from heliabuild.synth.recurrent import gru_network
 from heliabuild.synth.single_op import SINGLE_OPS, default_shapes, single_op_model
@@ -71,6 +72,11 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "CONV_2D, DEPTHWISE_CONV_2D, ADD, AVERAGE_POOL_2D, RESHAPE, FULLY_CONNECTED, SOFTMAX",
         partial(int8_network, depth=None, residual=None),
     ),
+    "mobilenet_v2": (
+        "int8 MobileNetV2 [1,32,32,3]: inverted residual blocks (1x1 CONV_2D RELU6, PAD + stride-2 DEPTHWISE, "
+        "residual ADD) -> MEAN (global average pooling) -> FULLY_CONNECTED -> SOFTMAX (23 ops)",
+        mobilenet_v2_network,
+    ),
     "gru": (
         "int8 unrolled GRU [1,8,8] -> UNPACK, per step FULLY_CONNECTED x2, SPLIT, STRIDED_SLICE x3, LOGISTIC x2, "
         "TANH, SUB, MUL, ADD (137 ops, as the converter emits keras GRU(unroll=True))",
@@ -99,7 +105,7 @@ for _op, _dtype in _SINGLE_OP_KINDS:
 
 KINDS: dict[str, str] = {name: description for name, (description, _build) in _BUILDERS.items()}
 SEEDED_KINDS: frozenset[str] = frozenset(
-    {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large", "gru"}
+    {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large", "gru", "mobilenet_v2"}
 )
 
 

@@ -253,3 +253,22 @@ def reshape_like_model(kind: str, input_shape: Sequence[int], output_shape: Sequ
         axis = next((a for a in range(len(output_shape)) if output_shape[a] == 1), 0)
         builder.operator(OP.EXPAND_DIMS, [x, builder.constant("axis", np.array([axis], np.int32))], [y], version=1)
     return _finish(builder, [x], y, kind.lower())
+
+
+def mean_model(
+    input_shape: Sequence[int],
+    axes: Sequence[int],
+    keep_dims: bool,
+    input_quant: Quant,
+    output_quant: Quant,
+    output_shape: Sequence[int],
+) -> Model:
+    """One int8 MEAN over constant `axes`."""
+    builder = GraphBuilder()
+    x = builder.activation("input", input_shape, "int8", _q(input_quant))
+    axis = builder.constant("axes", np.array(list(axes), np.int32))
+    y = builder.activation("output", output_shape, "int8", _q(output_quant))
+    options = schema.ReducerOptionsT()
+    options.keepDims = keep_dims
+    builder.operator(OP.MEAN, [x, axis], [y], options, version=2)
+    return _finish(builder, [x], y, "mean")

@@ -213,6 +213,23 @@ helia_status helia_requantize_s8_check(const helia_requantize_s8_args *args);
 helia_status helia_requantize_s8_run(const helia_requantize_s8_args *args);
 helia_status helia_requantize_s8(const helia_requantize_s8_args *args);
 
+/* ---- MEAN over a contiguous run of axes (ops_data.c) -------------------------------------------- */
+typedef struct helia_mean_s8_args {
+    const int8_t *input;         /* [outer, reduced, inner] */
+    int8_t *output;              /* [outer, inner] */
+    int32_t outer;
+    int32_t reduced;
+    int32_t inner;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t multiplier;          /* in_scale / (out_scale x reduced) (heliabuild.kernels.int8.mean_params): */
+    int32_t shift;               /* 0..2^31 - 1 (may be below 2^30), shift -31..30 */
+} helia_mean_s8_args;
+
+helia_status helia_mean_s8_check(const helia_mean_s8_args *args);
+helia_status helia_mean_s8_run(const helia_mean_s8_args *args);
+helia_status helia_mean_s8(const helia_mean_s8_args *args);
+
 /* ---- the fixed-point helpers, exported for tests ------------------------------------------------ */
 int32_t helia_ops_mbqm_double(int32_t x, int32_t multiplier, int32_t shift);
 int32_t helia_ops_mbqm_single(int32_t x, int32_t multiplier, int32_t shift);
