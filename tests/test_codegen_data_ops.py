@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 from conftest import require_firmware_tools
-from helpers.int8_models import mean_model, requantize_model, run_reference
+from helpers.int8_models import broadcast_model, mean_model, requantize_model, run_reference
 from test_codegen_qemu import _assert_matches_reference, _build, _fenced, _run
 from test_kernels_int8_m55 import STRUCT_TYPES, Emitter
 
 from heliabuild.kernels import int8
-from heliabuild.kernels.int8 import Int8Kernels, KernelCall, Quant, mean_params, requantize_params
+from heliabuild.kernels.int8 import Int8Kernels, KernelCall, Quant, add_params, mean_params, requantize_params
 from heliabuild.kernels.native import load_host_library
 from heliabuild.model import save_model
 from heliabuild.model.io import Model
@@ -57,12 +57,40 @@ def data_chain() -> Model:
     return builder.finish([x], [output], description="data ops", name="data_chain", dynamic_batch=False)
 
 
-@pytest.mark.parametrize("fences", [[], [1, 3]], ids=["unfenced", "fenced"])
+def broadcast_chain() -> Model:
+    """SUB both ways with broadcasting, their MAXIMUM and MINIMUM, and the SUB of those under RELU6."""
+    builder = GraphBuilder()
+
+    def tensor(name: str, shape: tuple[int, ...], scale: float, zero_point: int) -> int:
+        return builder.activation(name, shape, "int8", quantization_parameters([scale], [zero_point]))
+
+    def sub(first: int, second: int, out: int, activation: int = 0) -> None:
+        options = schema.SubOptionsT()
+        options.fusedActivationFunction = activation
+        builder.operator(OP.SUB, [first, second], [out], options, version=2)
+
+    a, b = tensor("a", (1, 4, 4, 3), 0.05, -3), tensor("b", (1, 1, 1, 3), 0.08, 10)
+    ab, ba = tensor("ab", (1, 4, 4, 3), 0.1, 2), tensor("ba", (1, 4, 4, 3), 0.1, 2)
+    sub(a, b, ab)
+    sub(b, a, ba)
+    high, low = tensor("high", (1, 4, 4, 3), 0.1, 2), tensor("low", (1, 4, 4, 3), 0.1, 2)
+    builder.operator(OP.MAXIMUM, [ab, ba], [high], schema.MaximumMinimumOptionsT(), version=2)
+    builder.operator(OP.MINIMUM, [ab, ba], [low], schema.MaximumMinimumOptionsT(), version=2)
+    output = tensor("output", (1, 4, 4, 3), 0.04, -128)
+    sub(high, low, output, schema.ActivationFunctionType.RELU6)
+    return builder.finish([a, b], [output], description="broadcast ops", name="broadcast_chain", dynamic_batch=False)
+
+
+CHAINS = [("data", data_chain, []), ("data", data_chain, [1, 3]), ("broadcast", broadcast_chain, []),
+          ("broadcast", broadcast_chain, [1, 3])]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "chain", "fences"), CHAINS, ids=[f"{n}-{f}" for n, _, f in CHAINS])
 def test_a_chain_of_data_operators_is_bit_exact_on_qemu(
-    firmware_library: Path, tmp_path: Path, fences: list[int]
+    firmware_library: Path, tmp_path: Path, name: str, chain: object, fences: list[int]
 ) -> None:
-    source = tmp_path / "data_chain.tflite"
-    save_model(data_chain(), source)
+    source = tmp_path / f"{name}_chain.tflite"
+    save_model(chain(), source)  # type: ignore[operator]
     model = _fenced(source, fences, tmp_path) if fences else source
     built = _build(firmware_library, model, tmp_path / "fw", seed=3)
     run = _run(built)
@@ -95,7 +123,23 @@ def _mean_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -> np.
     return expected
 
 
+def _broadcast_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    shape = tuple(int(v) for v in rng.integers(1, 5, size=int(rng.integers(1, 5))))
+    other = tuple(1 if rng.integers(3) == 0 else d for d in shape)[int(rng.integers(len(shape))) :]
+    a = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    b = rng.integers(-128, 128, size=other, dtype=np.int8)
+    q1 = Quant(float(rng.uniform(1e-3, 0.5)), int(rng.integers(-128, 128)))
+    q2, qo = (Quant(float(rng.uniform(1e-3, 0.5)), int(rng.integers(-128, 128))) for _ in range(2))
+    activation = str(rng.choice(["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]))
+    if kind != "SUB":
+        q2, qo, activation = q1, q1, "NONE"
+    expected = run_reference(broadcast_model(kind.lower(), a.shape, b.shape, q1, q2, qo, activation), [a, b])
+    kernels.binary(kind.lower(), add_params(q1, q2, qo, activation), a, b)
+    return expected
+
+
 REPLAYED = {
+    **{kind: _broadcast_case for kind in ("SUB", "MAXIMUM", "MINIMUM")},
     **{kind: _requantize_case for kind in ("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")},
     "MEAN": _mean_case,
 }

@@ -26,11 +26,27 @@ from heliabuild.synth.builder import GraphBuilder
 from heliabuild.synth.quant import quantization_parameters
 
 OP = schema.BuiltinOperator
-GRU_MESSAGE = (
-    "gru.tflite: the module generator refuses 65 of 137 operators: no kernel for UNPACK (op 0), "
-    "SPLIT x8 (ops 3, 20, 37, ...), STRIDED_SLICE x24 (ops 4, 5, 6, ...), LOGISTIC x16 (ops 8, 10, 25, ...), "
-    "TANH x8 (ops 13, 30, 47, ...), SUB x8 (ops 15, 32, 49, ...)"
+GRU_GROUPS = (
+    ("UNPACK", 1, "(op 0)"),
+    ("SPLIT", 8, "(ops 3, 20, 37, ...)"),
+    ("STRIDED_SLICE", 24, "(ops 4, 5, 6, ...)"),
+    ("LOGISTIC", 16, "(ops 8, 10, 25, ...)"),
+    ("TANH", 8, "(ops 13, 30, 47, ...)"),
 )
+"""The GRU's operator types heliabuild may lack a kernel for (LOGISTIC and TANH are issue 22's part B), with
+their counts and first operators; every other type of the GRU has a kernel."""
+
+
+def _admitted_types() -> set[str]:
+    return {*lowering._LOWERINGS, *DATA_LOWERINGS}
+
+
+def gru_message() -> str:
+    """The GRU's refusal as the tables admit today: the groups of GRU_GROUPS without a kernel."""
+    missing = [(t, n, where) for t, n, where in GRU_GROUPS if t not in _admitted_types()]
+    listed = ", ".join(f"{t}{f' x{n}' if n > 1 else ''} {where}" for t, n, where in missing)
+    count = sum(n for _, n, _ in missing)
+    return f"gru.tflite: the module generator refuses {count} of 137 operators: no kernel for {listed}"
 
 
 def _refused(model: object) -> ModelRefusedError:
@@ -39,15 +55,19 @@ def _refused(model: object) -> ModelRefusedError:
     return caught.value
 
 
+@pytest.mark.skipif(
+    {"LOGISTIC", "TANH"} <= _admitted_types(), reason="the GRU is admitted: tests/test_codegen_data_ops.py runs it"
+)
 def test_an_unrolled_grus_refusal_is_one_grouped_sentence_under_300_characters() -> None:
     model = synthesize("gru", seed=0)
     error = _refused(model)
-    assert error.message == GRU_MESSAGE
+    assert error.message == gru_message()
     assert len(error.message) < 300
     ids = {operator.index: operator.id for operator in stable_operator_ids(model)}
-    assert len(error.refusals) == 65
+    missing = [(t, n) for t, n, _ in GRU_GROUPS if t not in _admitted_types()]
+    assert len(error.refusals) == sum(n for _, n in missing)
     assert all(r.id == ids[r.index] and r.no_kernel for r in error.refusals)
-    assert [r.index for r in error.refusals if r.op_type == "SPLIT"][:3] == [3, 20, 37]
+    assert {r.op_type for r in error.refusals} == {t for t, _ in missing}
 
 
 def test_a_few_refusals_name_the_first_operator_by_stable_id() -> None:
@@ -133,9 +153,9 @@ def test_cli_fence_and_aot_plan_for_qemu_refuse_before_writing_anything(cli, tmp
     save_model(synthesize("gru", seed=0), source)
     fenced = cli("fence", source, "--after-ops", "3", "--backend", "qemu-m55", "-o", tmp_path / "f" / "gru_f.tflite")
     assert fenced.code == 2
-    assert "the module generator refuses 65 of 137 operators: no kernel for UNPACK (op 0)" in fenced.err
+    assert gru_message().removeprefix("gru.tflite") in fenced.err
     planned = cli("aot-plan", source, "--platform", "mps3_an547", "-o", tmp_path / "plan")
-    assert planned.code == 2 and "refuses 65 of 137 operators" in planned.err
+    assert planned.code == 2 and gru_message().removeprefix("gru.tflite") in planned.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gru.tflite"]
     # Without the qemu-m55 backend the fence stage does not ask the module generator.
     assert cli("fence", source, "--after-ops", "3", "-o", tmp_path / "gru_fenced.tflite").code == 0

@@ -3,6 +3,9 @@
 - RELU, RELU6, RELU_N1_TO_1 and int8 -> int8 QUANTIZE: one `helia_requantize_s8` (c/ops_unary.c) call, the
   parameters from heliabuild.kernels.int8.requantize_params; a float32 QUANTIZE stays the base table's.
 - SQUEEZE and EXPAND_DIMS: no kernel, the byte copy RESHAPE is (`helia_reshape`).
+- SUB (int8, broadcasting through rank 6, fused activation): `helia_sub_s8` (c/ops_binary.c) with ADD's
+  arguments and multipliers; MAXIMUM and MINIMUM (inputs and output quantized alike, raw codes compared):
+  `helia_maximum_s8`, `helia_minimum_s8` on the same arguments.
 - MEAN (int8, constant int32 axes forming one contiguous run, any keep_dims): one `helia_mean_s8` call
   (c/ops_data.c), the parameters from heliabuild.kernels.int8.mean_params.
 
@@ -11,6 +14,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from heliabuild.aot.facts import OperatorFacts
@@ -18,6 +23,7 @@ from heliabuild.codegen.lowering import (
     KernelCall,
     Lowering,
     TensorRef,
+    _binary,
     _constant,
     _conversion,
     _dtype,
@@ -97,12 +103,27 @@ def _mean(op: OperatorFacts, model: Model) -> KernelCall:
     )
 
 
+def _broadcast(op: OperatorFacts, _model: Model) -> KernelCall:
+    """ADD's lowering (shapes, broadcasting, add_params) with the kernel of `op`'s type."""
+    if op.op_type != "SUB":
+        quants = [_quant(_dtype(t, "int8", what), what) for t, what in ((op.input(0), "input 0"),
+                  (op.input(1), "input 1"), (op.output, "output"))]  # fmt: skip
+        _need(
+            quants[0] == quants[1] == quants[2], f"{op.op_type} inputs quantized unlike the output; no kernel rescales"
+        )
+    call = _binary(replace(op, op_type="ADD"))
+    run = f"helia_{op.op_type.lower()}_s8"
+    return replace(call, op_type=op.op_type, run=run, check=f"{run}_check")
+
+
 DATA_LOWERINGS: dict[str, Lowering] = {
+    **dict.fromkeys(("SUB", "MAXIMUM", "MINIMUM"), _broadcast),
     "MEAN": _mean,
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE"), _requantize),
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS"), _reshape_like),
 }
 DATA_FORMS: dict[str, str] = {
+    **dict.fromkeys(("SUB", "MAXIMUM", "MINIMUM"), "int8"),
     "MEAN": "int8 over one run of axes",
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1"), "int8"),
     "QUANTIZE": "float32 or int8 to int8",

@@ -566,6 +566,9 @@ class Int8Kernels:
         "helia_softmax_s8": ([ctypes.POINTER(SoftmaxArgs)], ctypes.c_int),
         "helia_requantize_s8": ([ctypes.POINTER(RequantizeArgs)], ctypes.c_int),
         "helia_mean_s8": ([ctypes.POINTER(MeanArgs)], ctypes.c_int),
+        **dict.fromkeys(
+            ("helia_sub_s8", "helia_maximum_s8", "helia_minimum_s8"), ([ctypes.POINTER(BinaryArgs)], ctypes.c_int)
+        ),
         "helia_ops_mbqm_double": ([ctypes.c_int32] * 3, ctypes.c_int32),
         "helia_ops_mbqm_single": ([ctypes.c_int32] * 3, ctypes.c_int32),
     }
@@ -638,7 +641,8 @@ class Int8Kernels:
         return out
 
     def binary(self, kind: str, params: BinaryParams, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-        """`kind` 'add' or 'mul', NumPy broadcasting over rank <= 6."""
+        """`kind` 'add', 'mul', 'sub' (add_params), 'maximum' or 'minimum' (raw codes: any params), NumPy
+        broadcasting over rank <= 6."""
         a, b = _c_array(input1, "int8"), _c_array(input2, "int8")
         shape = np.broadcast_shapes(a.shape, b.shape)
         rank = max(len(shape), 1)

@@ -272,3 +272,22 @@ def mean_model(
     options.keepDims = keep_dims
     builder.operator(OP.MEAN, [x, axis], [y], options, version=2)
     return _finish(builder, [x], y, "mean")
+
+
+def broadcast_model(
+    kind: str, shape1: Sequence[int], shape2: Sequence[int], quant1: Quant, quant2: Quant, output_quant: Quant,
+    activation: str = "NONE",
+) -> Model:  # fmt: skip
+    """One int8 SUB (with its fused activation), MAXIMUM or MINIMUM (`kind`) of two broadcasting inputs."""
+    builder = GraphBuilder()
+    a = builder.activation("input1", shape1, "int8", _q(quant1))
+    b = builder.activation("input2", shape2, "int8", _q(quant2))
+    y = builder.activation("output", np.broadcast_shapes(tuple(shape1), tuple(shape2)), "int8", _q(output_quant))
+    if kind == "sub":
+        options = schema.SubOptionsT()
+        options.fusedActivationFunction = ACTIVATION_CODES[activation]
+        builder.operator(OP.SUB, [a, b], [y], options, version=2)
+    else:
+        code = OP.MAXIMUM if kind == "maximum" else OP.MINIMUM
+        builder.operator(code, [a, b], [y], schema.MaximumMinimumOptionsT(), version=2)
+    return _finish(builder, [a, b], y, kind)

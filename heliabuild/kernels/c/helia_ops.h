@@ -213,6 +213,17 @@ helia_status helia_requantize_s8_check(const helia_requantize_s8_args *args);
 helia_status helia_requantize_s8_run(const helia_requantize_s8_args *args);
 helia_status helia_requantize_s8(const helia_requantize_s8_args *args);
 
+/* ---- SUB (ADD's multipliers), MAXIMUM and MINIMUM (raw codes) on helia_binary_s8_args (ops_binary.c) -- */
+helia_status helia_sub_s8_check(const helia_binary_s8_args *args);
+helia_status helia_sub_s8_run(const helia_binary_s8_args *args);
+helia_status helia_sub_s8(const helia_binary_s8_args *args);
+helia_status helia_maximum_s8_check(const helia_binary_s8_args *args);
+helia_status helia_maximum_s8_run(const helia_binary_s8_args *args);
+helia_status helia_maximum_s8(const helia_binary_s8_args *args);
+helia_status helia_minimum_s8_check(const helia_binary_s8_args *args);
+helia_status helia_minimum_s8_run(const helia_binary_s8_args *args);
+helia_status helia_minimum_s8(const helia_binary_s8_args *args);
+
 /* ---- MEAN over a contiguous run of axes (ops_data.c) -------------------------------------------- */
 typedef struct helia_mean_s8_args {
     const int8_t *input;         /* [outer, reduced, inner] */
