@@ -11,20 +11,28 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 from conftest import require_firmware_tools
-from helpers.int8_models import broadcast_model, mean_model, requantize_model, run_reference
+from helpers.data_models import data_model, options_of
+from helpers.int8_models import broadcast_model, mean_model, requantize_model, run_all, run_reference
 from test_codegen_qemu import _assert_matches_reference, _build, _fenced, _run
 from test_kernels_int8_m55 import STRUCT_TYPES, Emitter
 
+from heliabuild.kernels import data_movement as dm
 from heliabuild.kernels import int8
 from heliabuild.kernels.int8 import Int8Kernels, KernelCall, Quant, add_params, mean_params, requantize_params
 from heliabuild.kernels.native import load_host_library
-from heliabuild.model import save_model
+from heliabuild.model import load_model, save_model
 from heliabuild.model.io import Model
 from heliabuild.synth.builder import GraphBuilder
 from heliabuild.synth.quant import quantization_parameters
 
 OP = schema.BuiltinOperator
-STRUCT_TYPES.update({int8.RequantizeArgs: "helia_requantize_s8_args", int8.MeanArgs: "helia_mean_s8_args"})
+STRUCT_TYPES.update(
+    {
+        int8.RequantizeArgs: "helia_requantize_s8_args",
+        int8.MeanArgs: "helia_mean_s8_args",
+        dm.IndexCopyArgs: "helia_index_copy_args",
+    }
+)
 
 
 @pytest.fixture(autouse=True)
@@ -81,8 +89,57 @@ def broadcast_chain() -> Model:
     return builder.finish([a, b], [output], description="broadcast ops", name="broadcast_chain", dynamic_batch=False)
 
 
+def movement_chain() -> Model:
+    """Every data-movement operator once, chained: TRANSPOSE, SPACE_TO_DEPTH, DEPTH_TO_SPACE, MIRROR_PAD,
+    STRIDED_SLICE, SLICE, GATHER, SPLIT, SPLIT_V, UNPACK, PACK and PADV2; three outputs."""
+    builder = GraphBuilder()
+    q = quantization_parameters([0.05], [-3])
+
+    def tensor(name: str, shape: tuple[int, ...]) -> int:
+        return builder.activation(name, shape, "int8", q)
+
+    def ints(name: str, values: object) -> int:
+        return builder.constant(name, np.array(values, np.int32))
+
+    def op(code: int, inputs: list[int], outputs: list[int], options: object = None, version: int = 1) -> None:
+        builder.operator(code, inputs, outputs, options, version=version)
+
+    x = tensor("input", (1, 4, 4, 4))
+    t = tensor("transposed", (1, 4, 4, 4))
+    op(OP.TRANSPOSE, [x, ints("perm", [0, 2, 1, 3])], [t], schema.TransposeOptionsT(), 2)
+    s2d, d2s = tensor("s2d", (1, 2, 2, 16)), tensor("d2s", (1, 4, 4, 4))
+    op(OP.SPACE_TO_DEPTH, [t], [s2d], options_of(schema.SpaceToDepthOptionsT, blockSize=2), 2)
+    op(OP.DEPTH_TO_SPACE, [s2d], [d2s], options_of(schema.DepthToSpaceOptionsT, blockSize=2))
+    mirrored = tensor("mirrored", (1, 6, 6, 4))
+    op(OP.MIRROR_PAD, [d2s, ints("mirror_paddings", [[0, 0], [1, 1], [2, 0], [0, 0]])], [mirrored],
+       options_of(schema.MirrorPadOptionsT, mode=schema.MirrorPadMode.REFLECT), 2)  # fmt: skip
+    strided = tensor("strided", (1, 3, 6, 4))
+    bounds = [ints("begin", [0, 0, 0, 0]), ints("end", [1, 6, 6, 4]), ints("strides", [1, 2, 1, 1])]
+    op(OP.STRIDED_SLICE, [mirrored, *bounds], [strided], schema.StridedSliceOptionsT(), 2)
+    sliced = tensor("sliced", (1, 2, 4, 4))
+    op(OP.SLICE, [strided, ints("slice_begin", [0, 1, 1, 0]), ints("slice_size", [1, 2, 4, -1])], [sliced],
+       schema.SliceOptionsT(), 2)  # fmt: skip
+    gathered = tensor("gathered", (1, 2, 4, 3))
+    op(OP.GATHER, [sliced, ints("indices", [3, 0, 2])], [gathered], options_of(schema.GatherOptionsT, axis=3), 2)
+    halves = [tensor(f"half{k}", (1, 2, 2, 3)) for k in range(2)]
+    op(OP.SPLIT, [ints("split_axis", 2), gathered], halves, options_of(schema.SplitOptionsT, numSplits=2), 2)
+    pieces = [tensor(f"piece{k}", (1, 1, 2, 3)) for k in range(2)]
+    op(OP.SPLIT_V, [halves[0], ints("sizes", [1, -1]), ints("split_v_axis", 1)], pieces,
+       options_of(schema.SplitVOptionsT, numSplits=2), 2)  # fmt: skip
+    rows = [tensor(f"row{k}", (1, 2, 3)) for k in range(2)]
+    op(OP.UNPACK, [halves[1]], rows, options_of(schema.UnpackOptionsT, num=2, axis=1), 2)
+    packed = tensor("packed", (2, 1, 2, 3))
+    op(OP.PACK, rows, [packed], options_of(schema.PackOptionsT, valuesCount=2, axis=0), 2)
+    padded = tensor("padded", (2, 2, 3, 3))
+    fill = builder.constant("fill", np.array(17, np.int8), q)
+    op(OP.PADV2, [packed, ints("pad_paddings", [[0, 0], [0, 1], [1, 0], [0, 0]]), fill], [padded],
+       schema.PadV2OptionsT(), 2)  # fmt: skip
+    return builder.finish([x], [padded, *pieces], description="movement", name="movement", dynamic_batch=False)
+
+
 CHAINS = [("data", data_chain, []), ("data", data_chain, [1, 3]), ("broadcast", broadcast_chain, []),
-          ("broadcast", broadcast_chain, [1, 3])]  # fmt: skip
+          ("broadcast", broadcast_chain, [1, 3]), ("movement", movement_chain, []),
+          ("movement", movement_chain, [2, 7])]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "chain", "fences"), CHAINS, ids=[f"{n}-{f}" for n, _, f in CHAINS])
@@ -138,7 +195,40 @@ def _broadcast_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -
     return expected
 
 
+def _index_copy_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    """A random TRANSPOSE, reversed STRIDED_SLICE, GATHER or SYMMETRIC MIRROR_PAD through helia_index_copy."""
+    shape = tuple(int(v) for v in rng.integers(1, 5, size=int(rng.integers(1, 5))))
+    x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    quant = Quant(0.05, -3)
+    choice = int(rng.integers(4))
+    if choice == 0:
+        perm = [int(p) for p in rng.permutation(len(shape))]
+        copy, code, constants = dm.transpose(shape, perm), OP.TRANSPOSE, [(1, np.array(perm, np.int32))]
+        options: object = schema.TransposeOptionsT()
+    elif choice == 1:
+        begin, end, strides = [d - 1 for d in shape], [-d - 1 for d in shape], [-1] * len(shape)
+        copy, code = dm.strided_slice(shape, begin, end, strides), OP.STRIDED_SLICE
+        constants = [(1, np.array(begin, np.int32)), (2, np.array(end, np.int32)), (3, np.array(strides, np.int32))]
+        options = schema.StridedSliceOptionsT()
+    elif choice == 2:
+        indices = rng.integers(0, shape[-1], size=3, dtype=np.int32)
+        copy, code, constants = dm.gather(shape, indices, -1), OP.GATHER, [(1, indices)]
+        options = options_of(schema.GatherOptionsT, axis=-1)
+    else:
+        paddings = [(int(rng.integers(0, d + 1)), int(rng.integers(0, d + 1))) for d in shape]
+        copy, code = dm.mirror_pad(shape, paddings, "SYMMETRIC"), OP.MIRROR_PAD
+        constants = [(1, np.array(paddings, np.int32).reshape(len(shape), 2))]
+        options = options_of(schema.MirrorPadOptionsT, mode=schema.MirrorPadMode.SYMMETRIC)
+    model = data_model(code, [shape], [copy.output_shape], quant, constants=constants, options=options, version=2)
+    expected = run_all(model, [x])[0]
+    movement = dm.DataKernels(kernels.library)
+    movement.recorder = kernels.recorder
+    movement.index_copy(copy, x)
+    return expected
+
+
 REPLAYED = {
+    "INDEX_COPY": _index_copy_case,
     **{kind: _broadcast_case for kind in ("SUB", "MAXIMUM", "MINIMUM")},
     **{kind: _requantize_case for kind in ("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")},
     "MEAN": _mean_case,
@@ -194,3 +284,35 @@ def test_synth_families_run_end_to_end_on_qemu(
     segments = run.samples[0].segment_ticks
     assert len(segments) == len(fences) + 1 and all(ticks > 0 for ticks in segments)
     print(f"{kind} fences {fences}: segment instructions {[t * 125 // 4 for t in segments]}")
+
+
+def _gru_admitted() -> bool:
+    from heliabuild.codegen.module import kernel_tables
+
+    return {"LOGISTIC", "TANH"} <= set(kernel_tables()[1])
+
+
+@pytest.mark.parametrize("fences", [[], [16, 50]], ids=["unfenced", "fenced"])
+def test_the_unrolled_gru_runs_end_to_end_on_qemu_once_part_b_is_merged(
+    firmware_library: Path, tmp_path: Path, fences: list[int]
+) -> None:
+    """With LOGISTIC and TANH (issue 22 part B) admitted, the GRU runs bit-exact, fenced and unfenced; until
+    then its module generation is refused naming those two types and nothing else."""
+    from heliabuild.codegen.lowering import ModelRefusedError
+    from heliabuild.codegen.module import lower
+    from heliabuild.synth import synthesize
+
+    source = tmp_path / "gru.tflite"
+    save_model(synthesize("gru", seed=1), source)
+    model = _fenced(source, fences, tmp_path) if fences else source
+    if not _gru_admitted():
+        with pytest.raises(ModelRefusedError) as refused:
+            lower(load_model(model), str(model))
+        assert {r.op_type for r in refused.value.refusals} == {"LOGISTIC", "TANH"}
+        return
+    built = _build(firmware_library, model, tmp_path / "fw", seed=len(fences))
+    run = _run(built)
+    _assert_matches_reference(model, built, run)
+    segments = run.samples[0].segment_ticks
+    assert len(segments) == len(fences) + 1
+    print(f"gru fences {fences}: segment instructions {[t * 125 // 4 for t in segments]}")

@@ -6,6 +6,10 @@
 - SUB (int8, broadcasting through rank 6, fused activation): `helia_sub_s8` (c/ops_binary.c) with ADD's
   arguments and multipliers; MAXIMUM and MINIMUM (inputs and output quantized alike, raw codes compared):
   `helia_maximum_s8`, `helia_minimum_s8` on the same arguments.
+- STRIDED_SLICE, SLICE, TRANSPOSE, GATHER, MIRROR_PAD, SPACE_TO_DEPTH, DEPTH_TO_SPACE (int8, constant
+  parameters, input and output quantized alike): one `helia_index_copy` call with the index maps of
+  heliabuild.kernels.data_movement; SPLIT, SPLIT_V, UNPACK: one `helia_split`; PACK: CONCATENATION's call with
+  unit extents; PADV2: PAD's call with the constant value as the fill.
 - MEAN (int8, constant int32 axes forming one contiguous run, any keep_dims): one `helia_mean_s8` call
   (c/ops_data.c), the parameters from heliabuild.kernels.int8.mean_params.
 
@@ -14,24 +18,32 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 
-from heliabuild.aot.facts import OperatorFacts
+from heliabuild.aot.facts import OperatorFacts, TensorFacts
 from heliabuild.codegen.lowering import (
+    ByteValue,
+    InlineInts,
+    IntArray,
     KernelCall,
     Lowering,
     TensorRef,
+    TensorTable,
     _binary,
+    _concatenation,
     _constant,
     _conversion,
     _dtype,
     _need,
+    _pad,
     _quant,
+    _Refusal,
     _reshape,
 )
-from heliabuild.kernels import int8
+from heliabuild.kernels import data_movement, int8
 from heliabuild.model.io import Model
 
 
@@ -116,13 +128,170 @@ def _broadcast(op: OperatorFacts, _model: Model) -> KernelCall:
     return replace(call, op_type=op.op_type, run=run, check=f"{run}_check")
 
 
+def _ints(model: Model, tensor: TensorFacts | None, what: str) -> np.ndarray:
+    """The values of an int32 or int64 constant operand."""
+    constant = _constant(tensor, what)
+    _need(constant.dtype in ("int32", "int64"), f"{what} {constant.name!r} is {constant.dtype}, expected int32")
+    stored = model.buffer_data(constant.buffer)
+    assert stored is not None
+    values = np.frombuffer(stored.tobytes(), "<i4" if constant.dtype == "int32" else "<i8")
+    return values.reshape(constant.shape).astype(np.int64)
+
+
+def _alike(op: OperatorFacts, data: TensorFacts, outputs: tuple[TensorFacts, ...]) -> None:
+    quant = _quant(data, "input")
+    for output in outputs:
+        _dtype(output, "int8", "output")
+        _need(_quant(output, "output") == quant, f"{op.op_type} output quantized unlike its input; no kernel rescales")
+
+
+def _index_copy_of(op: OperatorFacts, model: Model, data: TensorFacts) -> data_movement.IndexCopy:
+    shape = data.shape
+    if op.op_type == "STRIDED_SLICE":
+        _need(
+            not op.option("ellipsis_mask", 0) and not op.option("new_axis_mask", 0) and not op.option("offset", False),
+            "STRIDED_SLICE with an ellipsis or new-axis mask or offset has no kernel",
+        )
+        begin, end, strides = (
+            _ints(model, op.input(k), name) for k, name in ((1, "begin"), (2, "end"), (3, "strides"))
+        )
+        return data_movement.strided_slice(
+            shape, begin.tolist(), end.tolist(), strides.tolist(), int(op.option("begin_mask", 0)),
+            int(op.option("end_mask", 0)), int(op.option("shrink_axis_mask", 0)),
+        )  # fmt: skip
+    if op.op_type == "SLICE":
+        begin, size = _ints(model, op.input(1), "begin"), _ints(model, op.input(2), "size")
+        return data_movement.slice_(shape, begin.tolist(), size.tolist())
+    if op.op_type == "TRANSPOSE":
+        return data_movement.transpose(shape, _ints(model, op.input(1), "perm").tolist())
+    if op.op_type == "GATHER":
+        _need(int(op.option("batch_dims", 0)) == 0, "GATHER with batch_dims has no kernel")
+        return data_movement.gather(shape, _ints(model, op.input(1), "indices"), int(op.option("axis", 0)))
+    if op.op_type == "MIRROR_PAD":
+        pads = _ints(model, op.input(1), "paddings").reshape(-1, 2)
+        mode = data_movement.MIRROR_MODES[int(op.option("mode", 0))]
+        return data_movement.mirror_pad(shape, [(int(b), int(a)) for b, a in pads], mode)
+    block = int(op.option("block_size", 0))
+    if op.op_type == "SPACE_TO_DEPTH":
+        return data_movement.space_to_depth(shape, block)
+    return data_movement.depth_to_space(shape, block)
+
+
+def _index_copy(op: OperatorFacts, model: Model) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _alike(op, data, (output,))
+    try:
+        copy = _index_copy_of(op, model, data)
+    except data_movement.DataMovementError as error:
+        raise _Refusal(error.message) from None
+    _need(
+        copy.output_shape == tuple(output.shape), f"output shape {list(output.shape)} is not {list(copy.output_shape)}"
+    )
+    return KernelCall.of(
+        op,
+        "helia_index_copy",
+        "helia_index_copy_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("element_size", 1),
+            ("input_count", copy.input_count),
+            ("rank", len(copy.dims)),
+            ("output_dims", InlineInts(copy.dims)),
+            ("input_strides", InlineInts(copy.strides)),
+            ("maps", IntArray("int32_t", copy.flat_maps)),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _split(op: OperatorFacts, model: Model) -> KernelCall:
+    position = 1 if op.op_type == "SPLIT" else 0
+    data = _dtype(op.input(position), "int8", "input")
+    outputs = tuple(op.outputs)
+    _alike(op, data, outputs)
+    rank = len(data.shape)
+    if op.op_type == "UNPACK":
+        axis = int(op.option("axis", 0))
+    else:
+        axis = int(_ints(model, op.input(0 if op.op_type == "SPLIT" else 2), "axis").reshape(-1)[0])
+    axis = axis + rank if axis < 0 else axis
+    _need(0 <= axis < rank, f"axis {axis} is outside rank {rank}")
+    keep = op.op_type != "UNPACK"
+    extents = tuple(int(t.shape[axis]) if keep else 1 for t in outputs)
+    _need(sum(extents) == data.shape[axis], f"the outputs' extents {list(extents)} do not add up to {data.shape[axis]}")
+    for tensor, extent in zip(outputs, extents, strict=True):
+        expected = (*data.shape[:axis], *((extent,) if keep else ()), *data.shape[axis + 1 :])
+        _need(
+            tuple(tensor.shape) == expected,
+            f"output {tensor.name!r} shape {list(tensor.shape)} is not {list(expected)}",
+        )
+    return KernelCall.of(
+        op,
+        "helia_split",
+        "helia_split_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("outputs", TensorTable(tuple(t.index for t in outputs))),
+            ("axis_extents", IntArray("int32_t", extents)),
+            ("element_size", 1),
+            ("output_count", len(outputs)),
+            ("outer", math.prod(data.shape[:axis])),
+            ("inner", math.prod(data.shape[axis + 1 :])),
+        ),
+        reads=(data.index,),
+        writes=tuple(t.index for t in outputs),
+    )
+
+
+def _pack(op: OperatorFacts, model: Model) -> KernelCall:
+    """PACK of N inputs along a new axis: CONCATENATION's call, each input one unit of the axis."""
+    output = _dtype(op.output, "int8", "output")
+    rank = len(output.shape)
+    axis = int(op.option("axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    _need(0 <= axis < rank, f"axis {op.option('axis', 0)} is outside the output's rank {rank}")
+    unit = (*output.shape[:axis], 1, *output.shape[axis + 1 :])
+    inputs = tuple(replace(t, shape=unit) if t is not None else None for t in op.inputs)
+    for tensor in op.inputs:
+        _need(tensor is not None and tuple(tensor.shape) == (*unit[:axis], *unit[axis + 1 :]), "PACK inputs differ")
+    call = _concatenation(replace(op, inputs=inputs, options=(("axis", axis),)))
+    return replace(call, op_type=op.op_type)
+
+
+def _padv2(op: OperatorFacts, model: Model) -> KernelCall:
+    """PADV2: PAD's call with the constant operand's value as the fill (quantized as the output)."""
+    fill = _dtype(_constant(op.input(2), "constant value"), "int8", "constant value")
+    _need(fill.element_count == 1, "PADV2's constant value is not one element")
+    output = _dtype(op.output, "int8", "output")
+    _need(
+        _quant(fill, "constant value") == _quant(output, "output"),
+        "PADV2's constant value is quantized unlike the output",
+    )
+    stored = model.buffer_data(fill.buffer)
+    assert stored is not None
+    value = ByteValue("int8_t", int(np.frombuffer(stored.tobytes(), np.int8)[0]))
+    call = _pad(op, model)
+    return replace(call, fields=tuple((name, value if name == "pad_value" else f) for name, f in call.fields))
+
+
+INDEX_COPIES = ("STRIDED_SLICE", "SLICE", "TRANSPOSE", "GATHER", "MIRROR_PAD", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE")
+SPLITS = ("SPLIT", "SPLIT_V", "UNPACK")
+
 DATA_LOWERINGS: dict[str, Lowering] = {
+    **dict.fromkeys(INDEX_COPIES, _index_copy),
+    **dict.fromkeys(SPLITS, _split),
+    "PACK": _pack,
+    "PADV2": _padv2,
     **dict.fromkeys(("SUB", "MAXIMUM", "MINIMUM"), _broadcast),
     "MEAN": _mean,
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE"), _requantize),
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS"), _reshape_like),
 }
 DATA_FORMS: dict[str, str] = {
+    **dict.fromkeys((*INDEX_COPIES, *SPLITS, "PACK", "PADV2"), "int8"),
     **dict.fromkeys(("SUB", "MAXIMUM", "MINIMUM"), "int8"),
     "MEAN": "int8 over one run of axes",
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1"), "int8"),

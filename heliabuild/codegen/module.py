@@ -37,18 +37,26 @@ class GeneratedModule:
     layout: Layout
 
 
-def lower(loaded: Model, source: str, *, npu: bool = False) -> list[KernelCall]:
-    """Every operator of `loaded` lowered to its kernel call, with every kernel table of heliabuild.codegen (and,
-    with `npu`, Vela's `ethos-u` operators as driver calls); ModelRefusedError names what no kernel takes."""
+def kernel_tables(*, npu: bool = False) -> tuple[dict[str, Lowering], dict[str, str]]:
+    """The lowerings heliabuild.codegen adds to the base table (lowering._LOWERINGS) and the forms of every
+    admitted type (base included): what `lower` admits and its refusal hint lists."""
+    from heliabuild.codegen.lowering import FORMS
     from heliabuild.codegen.lowering_data import DATA_FORMS, DATA_LOWERINGS
 
     extra: dict[str, Lowering] = {**DATA_LOWERINGS}
-    forms: dict[str, str] = {**DATA_FORMS}
+    forms: dict[str, str] = {**FORMS, **DATA_FORMS}
     if npu:
         from heliabuild.codegen.npu import NPU_FORMS, NPU_LOWERINGS
 
         extra.update(NPU_LOWERINGS)
         forms.update(NPU_FORMS)
+    return extra, forms
+
+
+def lower(loaded: Model, source: str, *, npu: bool = False) -> list[KernelCall]:
+    """Every operator of `loaded` lowered to its kernel call, with every kernel table of heliabuild.codegen (and,
+    with `npu`, Vela's `ethos-u` operators as driver calls); ModelRefusedError names what no kernel takes."""
+    extra, forms = kernel_tables(npu=npu)
     return lower_model(loaded, source, extra=extra, extra_forms=forms)
 
 

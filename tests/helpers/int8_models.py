@@ -32,6 +32,11 @@ PADDING_CODES = {"SAME": schema.Padding.SAME, "VALID": schema.Padding.VALID}
 
 def run_reference(model: Model, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Invoke `model` in LiteRT with the reference kernels (BUILTIN_REF) and return output 0."""
+    return run_all(model, inputs)[0]
+
+
+def run_all(model: Model, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Every output of `model` run by LiteRT's reference kernels (BUILTIN_REF)."""
     interpreter = Interpreter(
         model_content=bytes(serialize(model)), experimental_op_resolver_type=OpResolverType.BUILTIN_REF
     )
@@ -39,7 +44,7 @@ def run_reference(model: Model, inputs: Sequence[np.ndarray]) -> np.ndarray:
     for detail, array in zip(interpreter.get_input_details(), inputs, strict=True):
         interpreter.set_tensor(detail["index"], np.ascontiguousarray(array))
     interpreter.invoke()
-    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).copy()
+    return [interpreter.get_tensor(detail["index"]).copy() for detail in interpreter.get_output_details()]
 
 
 def _q(quant: Quant) -> schema.QuantizationParametersT:

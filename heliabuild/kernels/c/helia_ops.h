@@ -241,6 +241,37 @@ helia_status helia_mean_s8_check(const helia_mean_s8_args *args);
 helia_status helia_mean_s8_run(const helia_mean_s8_args *args);
 helia_status helia_mean_s8(const helia_mean_s8_args *args);
 
+/* ---- index copy: output[i0..ik] = input[sum_k maps_k[i_k] x input_strides[k]] (ops_data.c) ---------- */
+typedef struct helia_index_copy_args {
+    const void *input;
+    void *output;                /* must not overlap the input */
+    size_t element_size;         /* 1, 2, 4 or 8 */
+    int32_t input_count;         /* the input's elements: every read is checked to lie below it */
+    int32_t rank;                /* 1..HELIA_OPS_MAX_RANK */
+    int32_t output_dims[HELIA_OPS_MAX_RANK];
+    int32_t input_strides[HELIA_OPS_MAX_RANK];  /* in elements, >= 0, per output axis */
+    const int32_t *maps;         /* output_dims[0] entries for axis 0, then axis 1, ...; each >= 0 */
+} helia_index_copy_args;
+
+helia_status helia_index_copy_check(const helia_index_copy_args *args);
+helia_status helia_index_copy_run(const helia_index_copy_args *args);
+helia_status helia_index_copy(const helia_index_copy_args *args);
+
+/* ---- SPLIT, SPLIT_V, UNPACK: the input [outer, sum of axis_extents, inner] into output_count pieces ---- */
+typedef struct helia_split_args {
+    const void *input;
+    const void *const *outputs;  /* [output_count] written (the generated tables are const), none overlapping */
+    const int32_t *axis_extents; /* [output_count] */
+    size_t element_size;
+    int32_t output_count;
+    int32_t outer;
+    int32_t inner;
+} helia_split_args;
+
+helia_status helia_split_check(const helia_split_args *args);
+helia_status helia_split_run(const helia_split_args *args);
+helia_status helia_split(const helia_split_args *args);
+
 /* ---- the fixed-point helpers, exported for tests ------------------------------------------------ */
 int32_t helia_ops_mbqm_double(int32_t x, int32_t multiplier, int32_t shift);
 int32_t helia_ops_mbqm_single(int32_t x, int32_t multiplier, int32_t shift);
