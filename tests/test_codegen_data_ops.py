@@ -137,9 +137,46 @@ def movement_chain() -> Model:
     return builder.finish([x], [padded, *pieces], description="movement", name="movement", dynamic_batch=False)
 
 
+def activation_chain() -> Model:
+    """LEAKY_RELU, PRELU with a per-channel constant alpha, and ARG_MAX (int32) and ARG_MIN (int64) of it."""
+    builder = GraphBuilder()
+
+    def tensor(name: str, shape: tuple[int, ...], scale: float, zero_point: int, dtype: str = "int8") -> int:
+        return builder.activation(name, shape, dtype, quantization_parameters([scale], [zero_point]))
+
+    x = tensor("input", (1, 4, 4, 3), 0.05, -3)
+    leaky = tensor("leaky", (1, 4, 4, 3), 0.04, -20)
+    builder.operator(OP.LEAKY_RELU, [x], [leaky], options_of(schema.LeakyReluOptionsT, alpha=0.2), version=2)
+    alpha = builder.constant("alpha", np.array([[[40, -30, 90]]], np.int8), quantization_parameters([0.01], [5]))
+    prelu = tensor("prelu", (1, 4, 4, 3), 0.03, 1)
+    builder.operator(OP.PRELU, [leaky, alpha], [prelu], version=1)
+    high = builder.activation("arg_max", (1, 4, 4), "int32")
+    low = builder.activation("arg_min", (1, 4, 3), "int64")
+    axis_c, axis_h = (
+        builder.constant("axis_c", np.array([3], np.int32)),
+        builder.constant("axis_h", np.array([-3], np.int32)),
+    )
+    builder.operator(
+        OP.ARG_MAX,
+        [prelu, axis_c],
+        [high],
+        options_of(schema.ArgMaxOptionsT, outputType=schema.TensorType.INT32),
+        version=2,
+    )
+    builder.operator(
+        OP.ARG_MIN,
+        [prelu, axis_h],
+        [low],
+        options_of(schema.ArgMinOptionsT, outputType=schema.TensorType.INT64),
+        version=2,
+    )
+    return builder.finish([x], [prelu, high, low], description="activations", name="activations", dynamic_batch=False)
+
+
 CHAINS = [("data", data_chain, []), ("data", data_chain, [1, 3]), ("broadcast", broadcast_chain, []),
           ("broadcast", broadcast_chain, [1, 3]), ("movement", movement_chain, []),
-          ("movement", movement_chain, [2, 7])]  # fmt: skip
+          ("movement", movement_chain, [2, 7]), ("activation", activation_chain, []),
+          ("activation", activation_chain, [0, 2])]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "chain", "fences"), CHAINS, ids=[f"{n}-{f}" for n, _, f in CHAINS])

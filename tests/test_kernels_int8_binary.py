@@ -1,5 +1,6 @@
-"""int8 SUB, MAXIMUM and MINIMUM with broadcasting: the C kernels byte for byte against LiteRT's reference
-kernels over shapes, zero points, scales and fused activations, in place, and their refusals."""
+"""int8 SUB, MAXIMUM, MINIMUM and PRELU with broadcasting, and LEAKY_RELU: the C kernels byte for byte against
+LiteRT's reference kernels over shapes, zero points, scales, alphas and fused activations, in place, and their
+refusals."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import ctypes
 
 import numpy as np
 import pytest
+from ai_edge_litert import schema_py_generated as schema
 from helpers.int8_models import broadcast_model, run_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,8 +19,13 @@ from heliabuild.kernels.native import Status, load_host_library
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Int8Kernels:
-    return Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_binary")))
+def library(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    return load_host_library(tmp_path_factory.mktemp("heliakernels_binary"))
+
+
+@pytest.fixture(scope="module")
+def kernels(library: ctypes.CDLL) -> Int8Kernels:
+    return Int8Kernels(library)
 
 
 @settings(max_examples=250, deadline=None)
@@ -112,3 +119,67 @@ def test_in_place_and_refusals_write_nothing(kernels: Int8Kernels, kind: str) ->
         before = buffer.copy()
         assert function(ctypes.byref(bad)) == status
         assert buffer.tobytes() == before.tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=4).map(tuple),
+    input_quant=quants(),
+    output_quant=quants(1e-3, 1.0),
+    alpha=st.floats(0.0, 3.0) | st.sampled_from([0.0, 0.01, 0.1, 0.2, 0.3, 1.0]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_leaky_relu_is_bit_exact(
+    library: ctypes.CDLL, shape: tuple[int, ...], input_quant: Quant, output_quant: Quant, alpha: float, seed: int
+) -> None:
+    from helpers.data_models import OP, data_model, options_of
+
+    from heliabuild.kernels.activations import ActivationKernels, leaky_relu_params
+
+    x = np.random.default_rng(seed).integers(-128, 128, size=shape, dtype=np.int8)
+    options = options_of(schema.LeakyReluOptionsT, alpha=alpha)
+    model = data_model(OP.LEAKY_RELU, [shape], [shape], input_quant, options=options, version=2)
+    model.subgraphs[0].tensors[model.subgraphs[0].outputs[0]].quantization.scale = [output_quant.scale]
+    model.subgraphs[0].tensors[model.subgraphs[0].outputs[0]].quantization.zeroPoint = [output_quant.zero_point]
+    found = ActivationKernels(library).leaky_relu(leaky_relu_params(input_quant, output_quant, alpha), x)
+    assert found.tobytes() == run_reference(model, [x]).tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shapes=broadcast_shapes(),
+    input_quant=quants(),
+    alpha_quant=quants(1e-3, 0.05),
+    output_quant=quants(1e-3, 1.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_prelu_is_bit_exact(
+    kernels: Int8Kernels,
+    shapes: tuple[tuple[int, ...], tuple[int, ...]],
+    input_quant: Quant,
+    alpha_quant: Quant,
+    output_quant: Quant,
+    seed: int,
+) -> None:
+    """PRELU with a constant alpha that broadcasts against the input (the output has the input's shape)."""
+    from heliabuild.kernels.activations import prelu_params
+    from heliabuild.synth.builder import GraphBuilder
+    from heliabuild.synth.quant import quantization_parameters
+
+    shape = np.broadcast_shapes(*shapes)
+    alpha_shape = shapes[1]
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    alpha = rng.integers(-128, 128, size=alpha_shape, dtype=np.int8)
+    builder = GraphBuilder()
+
+    def q(quant: Quant) -> object:
+        return quantization_parameters([quant.scale], [quant.zero_point])
+
+    xi = builder.activation("x", shape, "int8", q(input_quant))
+    ai = builder.constant("alpha", alpha, q(alpha_quant))
+    yi = builder.activation("y", shape, "int8", q(output_quant))
+    builder.operator(schema.BuiltinOperator.PRELU, [xi, ai], [yi], version=1)
+    model = builder.finish([xi], [yi], description="prelu", name="prelu", dynamic_batch=False)
+    found = kernels.binary("prelu", prelu_params(input_quant, alpha_quant, output_quant), x, alpha)
+    assert found.tobytes() == run_reference(model, [x]).tobytes()

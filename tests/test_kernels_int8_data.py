@@ -259,3 +259,27 @@ def test_split_refuses_overlapping_outputs_writing_nothing(kernels: dm.DataKerne
 def test_arguments_tflite_refuses_are_refused(call: object, message: str) -> None:
     with pytest.raises(dm.DataMovementError, match=message):
         call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("kind", dm.ARG_KINDS)
+@settings(max_examples=150, deadline=None)
+@given(shape=SHAPES, data=st.data(), index_dtype=st.sampled_from(["int32", "int64"]), seed=SEED)
+def test_arg_max_and_min_are_bit_exact(
+    kernels: dm.DataKernels, kind: str, shape: tuple[int, ...], data: st.DataObject, index_dtype: str, seed: int
+) -> None:
+    """Codes drawn from a few values, so ties occur: the first index wins, as in LiteRT."""
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = np.random.default_rng(seed).integers(-2, 2, size=shape, dtype=np.int8) * 60
+    out_shape = tuple(d for a, d in enumerate(shape) if a != axis % len(shape))
+    code = OP.ARG_MAX if kind == "max" else OP.ARG_MIN
+    options_type = schema.ArgMaxOptionsT if kind == "max" else schema.ArgMinOptionsT
+    options = options_of(options_type, outputType=getattr(schema.TensorType, index_dtype.upper()))
+    from heliabuild.synth.builder import GraphBuilder
+    from heliabuild.synth.quant import quantization_parameters
+
+    builder = GraphBuilder()
+    xi = builder.activation("x", shape, "int8", quantization_parameters([0.1], [0]))
+    yi = builder.activation("y", out_shape, index_dtype)
+    builder.operator(code, [xi, builder.constant("axis", np.array([axis], np.int32))], [yi], options, version=2)
+    model = builder.finish([xi], [yi], description="arg", name="arg", dynamic_batch=False)
+    _same(kernels.arg(kind, x, axis, index_dtype), run_all(model, [x])[0])

@@ -10,6 +10,8 @@
   parameters, input and output quantized alike): one `helia_index_copy` call with the index maps of
   heliabuild.kernels.data_movement; SPLIT, SPLIT_V, UNPACK: one `helia_split`; PACK: CONCATENATION's call with
   unit extents; PADV2: PAD's call with the constant value as the fill.
+- LEAKY_RELU (`helia_leaky_relu_s8`, c/ops_unary.c), PRELU (constant alpha broadcasting against the input:
+  `helia_prelu_s8` on ADD's arguments), ARG_MAX and ARG_MIN (int32 or int64 indices: `helia_arg_s8`).
 - MEAN (int8, constant int32 axes forming one contiguous run, any keep_dims): one `helia_mean_s8` call
   (c/ops_data.c), the parameters from heliabuild.kernels.int8.mean_params.
 
@@ -19,7 +21,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import numpy as np
 
@@ -43,7 +45,7 @@ from heliabuild.codegen.lowering import (
     _Refusal,
     _reshape,
 )
-from heliabuild.kernels import data_movement, int8
+from heliabuild.kernels import activations, data_movement, int8
 from heliabuild.model.io import Model
 
 
@@ -56,20 +58,22 @@ def _requantize(op: OperatorFacts, _model: Model) -> KernelCall:
     _need(data.shape == output.shape, f"{op.op_type} input and output shapes differ")
     activation = "NONE" if op.op_type == "QUANTIZE" else op.op_type
     params = int8.requantize_params(_quant(data, "input"), _quant(output, "output"), activation)
+    return _elementwise(op, "helia_requantize_s8", data, output, params)
+
+
+def _elementwise(op: OperatorFacts, run: str, data: TensorFacts, output: TensorFacts, params: object) -> KernelCall:
+    """`run(&args)` on `<run>_args`: input, output, count, then the fields of `params` (a dataclass laid out
+    as the struct's remaining members)."""
+    values = tuple((f.name, getattr(params, f.name)) for f in fields(params))  # type: ignore[arg-type]
     return KernelCall.of(
         op,
-        "helia_requantize_s8",
-        "helia_requantize_s8_args",
+        run,
+        f"{run}_args",
         fields=(
             ("input", TensorRef(data.index)),
             ("output", TensorRef(output.index)),
             ("count", data.element_count),
-            ("input_zero_point", params.input_zero_point),
-            ("output_zero_point", params.output_zero_point),
-            ("multiplier", params.multiplier),
-            ("shift", params.shift),
-            ("act_min", params.act_min),
-            ("act_max", params.act_max),
+            *values,
         ),
         reads=(data.index,),
         writes=(output.index,),
@@ -277,6 +281,75 @@ def _padv2(op: OperatorFacts, model: Model) -> KernelCall:
     return replace(call, fields=tuple((name, value if name == "pad_value" else f) for name, f in call.fields))
 
 
+def _leaky_relu(op: OperatorFacts, _model: Model) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(data.shape == output.shape, "LEAKY_RELU input and output shapes differ")
+    params = activations.leaky_relu_params(
+        _quant(data, "input"), _quant(output, "output"), float(op.option("alpha", 0.0))
+    )
+    return _elementwise(op, "helia_leaky_relu_s8", data, output, params)
+
+
+def _prelu(op: OperatorFacts, _model: Model) -> KernelCall:
+    """ADD's lowering (shapes, broadcasting) with PRELU's kernel and multipliers; the output has the input's
+    shape and alpha broadcasts against it."""
+    data = _dtype(op.input(0), "int8", "input")
+    alpha = _dtype(_constant(op.input(1), "alpha"), "int8", "alpha")
+    output = _dtype(op.output, "int8", "output")
+    _need(tuple(output.shape) == tuple(data.shape), "PRELU's output shape is not its input's")
+    params = activations.prelu_params(_quant(data, "input"), _quant(alpha, "alpha"), _quant(output, "output"))
+    call = _binary(replace(op, op_type="MUL"))
+    values = {
+        "input1_zero_point": params.input1_zero_point,
+        "input2_zero_point": params.input2_zero_point,
+        "output_zero_point": params.output_zero_point,
+        "input1_multiplier": params.input1_multiplier,
+        "input1_shift": params.input1_shift,
+        "output_multiplier": params.output_multiplier,
+        "output_shift": params.output_shift,
+        "act_min": params.act_min,
+        "act_max": params.act_max,
+    }
+    fields = tuple((name, values.get(name, field)) for name, field in call.fields)
+    return replace(call, op_type=op.op_type, run="helia_prelu_s8", check="helia_prelu_s8_check", fields=fields)
+
+
+_INDEX_TYPES = {2: ("int32", 4), 4: ("int64", 8)}
+"""ARG_MAX/ARG_MIN output_type (TFLite TensorType code) -> the output dtype and its bytes."""
+
+
+def _arg(op: OperatorFacts, model: Model) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = op.output
+    code = int(op.option("output_type", 2))
+    _need(code in _INDEX_TYPES, f"{op.op_type} output type {code} is not int32 or int64")
+    dtype, size = _INDEX_TYPES[code]
+    _dtype(output, dtype, "output")
+    rank = len(data.shape)
+    axis = int(_ints(model, op.input(1), "axis").reshape(-1)[0])
+    axis = axis + rank if axis < 0 else axis
+    _need(0 <= axis < rank, f"axis {axis} is outside rank {rank}")
+    expected = (*data.shape[:axis], *data.shape[axis + 1 :])
+    _need(tuple(output.shape) == expected, f"output shape {list(output.shape)} is not {list(expected)}")
+    return KernelCall.of(
+        op,
+        "helia_arg_s8",
+        "helia_arg_s8_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("outer", math.prod(data.shape[:axis])),
+            ("axis_extent", data.shape[axis]),
+            ("inner", math.prod(data.shape[axis + 1 :])),
+            ("kind", data_movement.ARG_KINDS.index("max" if op.op_type == "ARG_MAX" else "min")),
+            ("index_bytes", size),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
 INDEX_COPIES = ("STRIDED_SLICE", "SLICE", "TRANSPOSE", "GATHER", "MIRROR_PAD", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE")
 SPLITS = ("SPLIT", "SPLIT_V", "UNPACK")
 
@@ -284,6 +357,9 @@ DATA_LOWERINGS: dict[str, Lowering] = {
     **dict.fromkeys(INDEX_COPIES, _index_copy),
     **dict.fromkeys(SPLITS, _split),
     "PACK": _pack,
+    "LEAKY_RELU": _leaky_relu,
+    "PRELU": _prelu,
+    **dict.fromkeys(("ARG_MAX", "ARG_MIN"), _arg),
     "PADV2": _padv2,
     **dict.fromkeys(("SUB", "MAXIMUM", "MINIMUM"), _broadcast),
     "MEAN": _mean,
@@ -291,7 +367,8 @@ DATA_LOWERINGS: dict[str, Lowering] = {
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS"), _reshape_like),
 }
 DATA_FORMS: dict[str, str] = {
-    **dict.fromkeys((*INDEX_COPIES, *SPLITS, "PACK", "PADV2"), "int8"),
+    **dict.fromkeys((*INDEX_COPIES, *SPLITS, "PACK", "PADV2", "LEAKY_RELU", "PRELU"), "int8"),
+    **dict.fromkeys(("ARG_MAX", "ARG_MIN"), "int8 to int32 or int64"),
     **dict.fromkeys(("SUB", "MAXIMUM", "MINIMUM"), "int8"),
     "MEAN": "int8 over one run of axes",
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1"), "int8"),

@@ -16,7 +16,8 @@ options as TFLite defines the operator:
 
 Each raises `DataMovementError` (a KernelError) for arguments TFLite refuses or the kernel does not take (an
 empty output, a rank above 6). `DataKernels(load_host_library(...))` runs `helia_index_copy` and
-`helia_split` on numpy arrays.
+`helia_split` on numpy arrays, and `helia_arg_s8` (ARG_MAX, ARG_MIN: the first index of the largest or
+smallest code, as LiteRT's reference kernel picks it).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from heliabuild.kernels.native import Status
 
 MAX_RANK = 6
 MIRROR_MODES = ("REFLECT", "SYMMETRIC")
+ARG_KINDS = ("max", "min")
+"""helia_arg_s8_args.kind: HELIA_ARG_MAX 0, HELIA_ARG_MIN 1."""
 
 
 class DataMovementError(KernelError):
@@ -250,6 +253,13 @@ class IndexCopyArgs(ctypes.Structure):
     ]  # fmt: skip
 
 
+class ArgArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", ctypes.c_void_p), ("output", ctypes.c_void_p),
+        *((name, ctypes.c_int32) for name in ("outer", "axis_extent", "inner", "kind", "index_bytes")),
+    ]  # fmt: skip
+
+
 class SplitArgs(ctypes.Structure):
     _fields_ = [
         ("input", ctypes.c_void_p), ("outputs", ctypes.POINTER(ctypes.c_void_p)),
@@ -271,7 +281,7 @@ class DataKernels:
 
     def __init__(self, library: ctypes.CDLL) -> None:
         self.library = library
-        for name, args in (("helia_index_copy", IndexCopyArgs), ("helia_split", SplitArgs)):
+        for name, args in (("helia_index_copy", IndexCopyArgs), ("helia_split", SplitArgs), ("helia_arg_s8", ArgArgs)):
             function = getattr(library, name)
             function.argtypes = [ctypes.POINTER(args)]
             function.restype = ctypes.c_int
@@ -317,3 +327,15 @@ class DataKernels:
         )  # fmt: skip
         self._call("helia_split", args, (x, table, *outputs, pointers))
         return outputs
+
+    def arg(self, kind: str, input: np.ndarray, axis: int, index_dtype: str = "int32") -> np.ndarray:
+        """ARG_MAX (`kind` 'max') or ARG_MIN ('min') of int8 `input` along `axis`, indices as `index_dtype`."""
+        x = np.ascontiguousarray(input, dtype=np.int8)
+        axis = axis % x.ndim
+        out = np.zeros((*x.shape[:axis], *x.shape[axis + 1 :]), index_dtype)
+        args = ArgArgs(
+            x.ctypes.data, out.ctypes.data, math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1 :]),
+            ARG_KINDS.index(kind), out.itemsize,
+        )  # fmt: skip
+        self._call("helia_arg_s8", args, (x, out))
+        return out

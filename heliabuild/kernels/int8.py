@@ -567,7 +567,8 @@ class Int8Kernels:
         "helia_requantize_s8": ([ctypes.POINTER(RequantizeArgs)], ctypes.c_int),
         "helia_mean_s8": ([ctypes.POINTER(MeanArgs)], ctypes.c_int),
         **dict.fromkeys(
-            ("helia_sub_s8", "helia_maximum_s8", "helia_minimum_s8"), ([ctypes.POINTER(BinaryArgs)], ctypes.c_int)
+            ("helia_sub_s8", "helia_maximum_s8", "helia_minimum_s8", "helia_prelu_s8"),
+            ([ctypes.POINTER(BinaryArgs)], ctypes.c_int),
         ),
         "helia_ops_mbqm_double": ([ctypes.c_int32] * 3, ctypes.c_int32),
         "helia_ops_mbqm_single": ([ctypes.c_int32] * 3, ctypes.c_int32),

@@ -272,6 +272,45 @@ helia_status helia_split_check(const helia_split_args *args);
 helia_status helia_split_run(const helia_split_args *args);
 helia_status helia_split(const helia_split_args *args);
 
+/* ---- LEAKY_RELU (ops_unary.c) and PRELU (ops_binary.c, input2 the alpha tensor, broadcast) --------- */
+typedef struct helia_leaky_relu_s8_args {
+    const int8_t *input;
+    int8_t *output;              /* may be exactly the input */
+    int32_t count;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t identity_multiplier; /* in_scale / out_scale */
+    int32_t identity_shift;
+    int32_t alpha_multiplier;    /* in_scale x alpha / out_scale */
+    int32_t alpha_shift;
+} helia_leaky_relu_s8_args;
+
+helia_status helia_leaky_relu_s8_check(const helia_leaky_relu_s8_args *args);
+helia_status helia_leaky_relu_s8_run(const helia_leaky_relu_s8_args *args);
+helia_status helia_leaky_relu_s8(const helia_leaky_relu_s8_args *args);
+/* PRELU: input1_multiplier/shift rescale x >= zp1, output_multiplier/shift the alpha product. */
+helia_status helia_prelu_s8_check(const helia_binary_s8_args *args);
+helia_status helia_prelu_s8_run(const helia_binary_s8_args *args);
+helia_status helia_prelu_s8(const helia_binary_s8_args *args);
+
+/* ---- ARG_MAX, ARG_MIN over the axis of [outer, axis_extent, inner] (ops_data.c) -------------------- */
+#define HELIA_ARG_MAX 0
+#define HELIA_ARG_MIN 1
+
+typedef struct helia_arg_s8_args {
+    const int8_t *input;
+    void *output;                /* [outer, inner] int32 or int64 indices */
+    int32_t outer;
+    int32_t axis_extent;
+    int32_t inner;
+    int32_t kind;                /* HELIA_ARG_MAX or HELIA_ARG_MIN */
+    int32_t index_bytes;         /* 4 (int32 output) or 8 (int64) */
+} helia_arg_s8_args;
+
+helia_status helia_arg_s8_check(const helia_arg_s8_args *args);
+helia_status helia_arg_s8_run(const helia_arg_s8_args *args);
+helia_status helia_arg_s8(const helia_arg_s8_args *args);
+
 /* ---- the fixed-point helpers, exported for tests ------------------------------------------------ */
 int32_t helia_ops_mbqm_double(int32_t x, int32_t multiplier, int32_t shift);
 int32_t helia_ops_mbqm_single(int32_t x, int32_t multiplier, int32_t shift);

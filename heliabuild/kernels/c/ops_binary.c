@@ -7,6 +7,10 @@
  *   y = clamp(MBQM(a - b, m_out, s_out) + zp_out)
  * with the double-rounding MBQM (helia_fixed.h) and the multipliers of heliabuild.kernels.int8.add_params.
  * MAXIMUM and MINIMUM compare the raw codes (input and output quantized alike): no rescaling, no clamp.
+ * PRELU (input2 is alpha): c = x - zp1; y = clamp(MBQM(c, input1_multiplier, input1_shift) + zp_out) for
+ * c >= 0, else clamp(MBQM(c x (alpha - zp2), output_multiplier, output_shift) + zp_out), the multipliers of
+ * float32(s1 / s_out) and float32(s1 x s_alpha / s_out) (heliabuild.kernels.int8.prelu_params), as LiteRT's
+ * PreluPrepare and reference Prelu compute them.
  * C99, no heap, no recursion, no floating point.
  */
 #include "helia_fixed.h"
@@ -16,6 +20,7 @@
 #define KIND_SUB 0
 #define KIND_MAXIMUM 1
 #define KIND_MINIMUM 2
+#define KIND_PRELU 3
 
 /* The flat counts of input 1, input 2 and the output once the three extents lists broadcast. */
 static helia_status broadcast_counts(const helia_binary_s8_args *args, int32_t *counts)
@@ -54,6 +59,13 @@ static helia_status check(const helia_binary_s8_args *args, int kind)
     if (status != HELIA_STATUS_OK) {
         return status;
     }
+    if (kind == KIND_PRELU &&
+        (!helia_ops_zero_point_ok(args->input1_zero_point) || !helia_ops_zero_point_ok(args->input2_zero_point) ||
+         !helia_ops_zero_point_ok(args->output_zero_point) || !helia_ops_activation_ok(args->act_min, args->act_max) ||
+         !helia_ops_multiplier_ok(args->input1_multiplier, args->input1_shift) ||
+         !helia_ops_multiplier_ok(args->output_multiplier, args->output_shift))) {
+        return HELIA_STATUS_BAD_PARAMETER;
+    }
     if (kind == KIND_SUB &&
         (!helia_ops_zero_point_ok(args->input1_zero_point) || !helia_ops_zero_point_ok(args->input2_zero_point) ||
          !helia_ops_zero_point_ok(args->output_zero_point) || !helia_ops_activation_ok(args->act_min, args->act_max) ||
@@ -84,6 +96,16 @@ static int8_t sub_one(const helia_binary_s8_args *args, int32_t x1, int32_t x2)
                           args->act_max);
 }
 
+static int8_t prelu_one(const helia_binary_s8_args *args, int32_t x, int32_t alpha)
+{
+    const int32_t centred = x - args->input1_zero_point;
+    const int32_t scaled =
+        centred >= 0 ? helia_mbqm_double(centred, args->input1_multiplier, args->input1_shift)
+                     : helia_mbqm_double(centred * (alpha - args->input2_zero_point), args->output_multiplier,
+                                         args->output_shift);
+    return helia_clamp_s8(helia_wrapping_add_s32(scaled, args->output_zero_point), args->act_min, args->act_max);
+}
+
 static void run(const helia_binary_s8_args *args, int kind)
 {
     int32_t stride1[HELIA_OPS_MAX_RANK];
@@ -109,6 +131,8 @@ static void run(const helia_binary_s8_args *args, int kind)
         const int8_t x2 = args->input2[offset2];
         if (kind == KIND_SUB) {
             args->output[n] = sub_one(args, x1, x2);
+        } else if (kind == KIND_PRELU) {
+            args->output[n] = prelu_one(args, x1, x2);
         } else if (kind == KIND_MAXIMUM) {
             args->output[n] = x1 > x2 ? x1 : x2;
         } else {
@@ -178,4 +202,21 @@ helia_status helia_minimum_s8(const helia_binary_s8_args *args)
 {
     const helia_status status = check(args, KIND_MINIMUM);
     return status != HELIA_STATUS_OK ? status : helia_minimum_s8_run(args);
+}
+
+helia_status helia_prelu_s8_check(const helia_binary_s8_args *args)
+{
+    return check(args, KIND_PRELU);
+}
+
+helia_status helia_prelu_s8_run(const helia_binary_s8_args *args)
+{
+    run(args, KIND_PRELU);
+    return HELIA_STATUS_OK;
+}
+
+helia_status helia_prelu_s8(const helia_binary_s8_args *args)
+{
+    const helia_status status = check(args, KIND_PRELU);
+    return status != HELIA_STATUS_OK ? status : helia_prelu_s8_run(args);
 }

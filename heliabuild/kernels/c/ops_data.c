@@ -13,6 +13,7 @@
  * element [i0, ..., ik] = input element sum_k maps_k[i_k] x input_strides[k], the per-axis index tables and
  * strides computed by the caller (heliabuild.codegen.lowering_data); the check bounds every read inside the
  * input. SPLIT, SPLIT_V, UNPACK: the inverse of CONCATENATION, byte copies. None rescales.
+ * ARG_MAX / ARG_MIN: the first index of the largest / smallest raw code along the axis, as int32 or int64.
  *
  * See docs/kernels.md. C99, no heap, no recursion, no floating point.
  */
@@ -247,4 +248,66 @@ helia_status helia_split(const helia_split_args *args)
 {
     const helia_status status = helia_split_check(args);
     return status != HELIA_STATUS_OK ? status : helia_split_run(args);
+}
+
+/* ---- ARG_MAX, ARG_MIN: the first index of the largest (smallest) code along the axis ---------------- */
+
+helia_status helia_arg_s8_check(const helia_arg_s8_args *args)
+{
+    int64_t input_count;
+    size_t output_bytes;
+    if (args == NULL || args->input == NULL || args->output == NULL) {
+        return HELIA_STATUS_NULL_POINTER;
+    }
+    if (args->outer < 1 || args->axis_extent < 1 || args->inner < 1) {
+        return HELIA_STATUS_BAD_SHAPE;
+    }
+    if ((args->kind != HELIA_ARG_MAX && args->kind != HELIA_ARG_MIN) ||
+        (args->index_bytes != 4 && args->index_bytes != 8)) {
+        return HELIA_STATUS_BAD_PARAMETER;
+    }
+    input_count = (int64_t)args->outer * args->axis_extent * args->inner;
+    if (input_count > INT32_MAX || (int64_t)args->outer * args->inner * args->index_bytes > INT32_MAX) {
+        return HELIA_STATUS_SIZE_OVERFLOW;
+    }
+    output_bytes = (size_t)args->outer * (size_t)args->inner * (size_t)args->index_bytes;
+    if (helia_ops_overlap(args->output, output_bytes, args->input, (size_t)input_count)) {
+        return HELIA_STATUS_PARTIAL_OVERLAP;
+    }
+    return HELIA_STATUS_OK;
+}
+
+helia_status helia_arg_s8_run(const helia_arg_s8_args *args)
+{
+    int32_t o;
+    int32_t i;
+    int32_t a;
+    for (o = 0; o < args->outer; ++o) {
+        for (i = 0; i < args->inner; ++i) {
+            const int8_t *first = args->input + ((size_t)o * (size_t)args->axis_extent) * (size_t)args->inner + (size_t)i;
+            const size_t position = (size_t)o * (size_t)args->inner + (size_t)i;
+            int8_t best = first[0];
+            int32_t chosen = 0;
+            for (a = 1; a < args->axis_extent; ++a) {
+                const int8_t value = first[(size_t)a * (size_t)args->inner];
+                if (args->kind == HELIA_ARG_MAX ? value > best : value < best) {
+                    best = value;
+                    chosen = a;
+                }
+            }
+            if (args->index_bytes == 8) {
+                const int64_t wide = chosen;
+                memcpy((unsigned char *)args->output + position * 8u, &wide, 8u);
+            } else {
+                memcpy((unsigned char *)args->output + position * 4u, &chosen, 4u);
+            }
+        }
+    }
+    return HELIA_STATUS_OK;
+}
+
+helia_status helia_arg_s8(const helia_arg_s8_args *args)
+{
+    const helia_status status = helia_arg_s8_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_arg_s8_run(args);
 }
