@@ -18,6 +18,7 @@ from test_kernels_int8_m55 import STRUCT_TYPES, Emitter
 
 from heliabuild.kernels import data_movement as dm
 from heliabuild.kernels import int8
+from heliabuild.kernels.activations import ActivationKernels, LeakyReluArgs, leaky_relu_params, prelu_params
 from heliabuild.kernels.int8 import Int8Kernels, KernelCall, Quant, add_params, mean_params, requantize_params
 from heliabuild.kernels.native import load_host_library
 from heliabuild.model import load_model, save_model
@@ -26,8 +27,11 @@ from heliabuild.synth.builder import GraphBuilder
 from heliabuild.synth.quant import quantization_parameters
 
 OP = schema.BuiltinOperator
+Emitter.C_TYPES = {**Emitter.C_TYPES, "int64": "int64_t"}
 STRUCT_TYPES.update(
     {
+        LeakyReluArgs: "helia_leaky_relu_s8_args",
+        dm.ArgArgs: "helia_arg_s8_args",
         int8.RequantizeArgs: "helia_requantize_s8_args",
         int8.MeanArgs: "helia_mean_s8_args",
         dm.IndexCopyArgs: "helia_index_copy_args",
@@ -264,7 +268,60 @@ def _index_copy_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) 
     return expected
 
 
+def _leaky_relu_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    shape = tuple(int(v) for v in rng.integers(1, 6, size=int(rng.integers(1, 4))))
+    iq = Quant(float(rng.uniform(1e-3, 0.5)), int(rng.integers(-128, 128)))
+    oq = Quant(float(rng.uniform(1e-3, 0.5)), int(rng.integers(-128, 128)))
+    alpha = float(rng.choice([0.0, 0.01, 0.2, 0.3, float(rng.uniform(0, 3))]))
+    x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    model = data_model(OP.LEAKY_RELU, [shape], [shape], iq, options=options_of(schema.LeakyReluOptionsT, alpha=alpha),
+                       version=2)  # fmt: skip
+    output = model.subgraphs[0].tensors[model.subgraphs[0].outputs[0]]
+    output.quantization = quantization_parameters([oq.scale], [oq.zero_point])
+    expected = run_reference(model, [x])
+    ActivationKernels(kernels.library, recorder=kernels.recorder).leaky_relu(leaky_relu_params(iq, oq, alpha), x)
+    return expected
+
+
+def _prelu_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    shape = tuple(int(v) for v in rng.integers(1, 5, size=int(rng.integers(1, 5))))
+    alpha_shape = tuple(1 if rng.integers(3) == 0 else d for d in shape)[int(rng.integers(len(shape))) :]
+    x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    alpha = rng.integers(-128, 128, size=alpha_shape, dtype=np.int8)
+    iq, aq, oq = (Quant(float(rng.uniform(1e-3, 0.3)), int(rng.integers(-128, 128))) for _ in range(3))
+    builder = GraphBuilder()
+    xi = builder.activation("x", shape, "int8", quantization_parameters([iq.scale], [iq.zero_point]))
+    ai = builder.constant("alpha", alpha, quantization_parameters([aq.scale], [aq.zero_point]))
+    yi = builder.activation("y", shape, "int8", quantization_parameters([oq.scale], [oq.zero_point]))
+    builder.operator(OP.PRELU, [xi, ai], [yi], version=1)
+    expected = run_reference(builder.finish([xi], [yi], description="p", name="p", dynamic_batch=False), [x])
+    kernels.binary("prelu", prelu_params(iq, aq, oq), x, alpha)
+    return expected
+
+
+def _arg_case(kernels: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    shape = tuple(int(v) for v in rng.integers(1, 6, size=int(rng.integers(1, 4))))
+    axis = int(rng.integers(-len(shape), len(shape)))
+    x = rng.integers(-2, 2, size=shape, dtype=np.int8) * 60
+    which, index_dtype = ("max", "min")[int(rng.integers(2))], ("int32", "int64")[int(rng.integers(2))]
+    builder = GraphBuilder()
+    xi = builder.activation("x", shape, "int8", quantization_parameters([0.1], [0]))
+    yi = builder.activation("y", tuple(d for a, d in enumerate(shape) if a != axis % len(shape)), index_dtype)
+    options_type = schema.ArgMaxOptionsT if which == "max" else schema.ArgMinOptionsT
+    options = options_of(options_type, outputType=getattr(schema.TensorType, index_dtype.upper()))
+    code = OP.ARG_MAX if which == "max" else OP.ARG_MIN
+    builder.operator(code, [xi, builder.constant("axis", np.array([axis], np.int32))], [yi], options, version=2)
+    expected = run_all(builder.finish([xi], [yi], description="a", name="a", dynamic_batch=False), [x])[0]
+    movement = dm.DataKernels(kernels.library)
+    movement.recorder = kernels.recorder
+    movement.arg(which, x, axis, index_dtype)
+    return expected
+
+
 REPLAYED = {
+    "LEAKY_RELU": _leaky_relu_case,
+    "PRELU": _prelu_case,
+    "ARG_MAX_MIN": _arg_case,
     "INDEX_COPY": _index_copy_case,
     **{kind: _broadcast_case for kind in ("SUB", "MAXIMUM", "MINIMUM")},
     **{kind: _requantize_case for kind in ("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")},

@@ -13,11 +13,21 @@
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from heliabuild.kernels.int8 import _I8, BinaryParams, Int8KernelError, Int8Kernels, Quant, _fields, quantize_multiplier
+from heliabuild.kernels.int8 import (
+    _I8,
+    BinaryParams,
+    Int8KernelError,
+    Int8Kernels,
+    KernelCall,
+    Quant,
+    _fields,
+    quantize_multiplier,
+)
 
 
 @dataclass(frozen=True)
@@ -65,8 +75,9 @@ class LeakyReluArgs(ctypes.Structure):
 class ActivationKernels(Int8Kernels):
     """Int8Kernels with LEAKY_RELU."""
 
-    def __init__(self, library: ctypes.CDLL) -> None:
+    def __init__(self, library: ctypes.CDLL, recorder: Callable[[KernelCall], None] | None = None) -> None:
         super().__init__(library)
+        self.recorder = recorder
         function = library.helia_leaky_relu_s8
         function.argtypes = [ctypes.POINTER(LeakyReluArgs)]
         function.restype = ctypes.c_int
