@@ -283,3 +283,42 @@ def test_arg_max_and_min_are_bit_exact(
     builder.operator(code, [xi, builder.constant("axis", np.array([axis], np.int32))], [yi], options, version=2)
     model = builder.finish([xi], [yi], description="arg", name="arg", dynamic_batch=False)
     _same(kernels.arg(kind, x, axis, index_dtype), run_all(model, [x])[0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(shape=SHAPES, data=st.data(), seed=SEED)
+def test_padv2_is_pad_filled_with_its_constant(
+    library: ctypes.CDLL, shape: tuple[int, ...], data: st.DataObject, seed: int
+) -> None:
+    paddings = [(data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2))) for _ in shape]
+    value = data.draw(st.integers(-128, 127))
+    x = _codes(shape, seed)
+    out_shape = tuple(d + b + a for d, (b, a) in zip(shape, paddings, strict=True))
+    pads = np.array(paddings, np.int32).reshape(len(shape), 2)
+    constants = [(1, pads), (2, np.array(value, np.int8))]
+    model = data_model(OP.PADV2, [shape], [out_shape], QUANT, constants=constants, options=schema.PadV2OptionsT(),
+                       version=2)  # fmt: skip
+    _same(Int8Kernels(library).pad(x, paddings, value), run_all(model, [x])[0])
+
+
+@pytest.mark.parametrize("kind", ["SQUEEZE", "EXPAND_DIMS"])
+@settings(max_examples=60, deadline=None)
+@given(shape=SHAPES, data=st.data(), seed=SEED)
+def test_squeeze_and_expand_dims_are_the_reshape_copy(
+    library: ctypes.CDLL, kind: str, shape: tuple[int, ...], data: st.DataObject, seed: int
+) -> None:
+    from helpers.int8_models import reshape_like_model
+
+    if kind == "SQUEEZE":
+        wide = tuple(int(d) for d in data.draw(st.permutations([*shape, 1, 1])))
+        out_shape = list(wide)
+        for _ in range(len(wide) - len(shape)):
+            out_shape.remove(1)
+        model, source = reshape_like_model(kind, wide, tuple(out_shape), QUANT), wide
+    else:
+        axis = data.draw(st.integers(0, len(shape)))
+        out_shape = [*shape[:axis], 1, *shape[axis:]]
+        model, source = reshape_like_model(kind, shape, tuple(out_shape), QUANT), shape
+    x = _codes(source, seed)
+    expected = run_all(model, [x])[0]
+    _same(Int8Kernels(library).reshape(x, expected.shape), expected)

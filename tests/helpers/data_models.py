@@ -28,12 +28,14 @@ def data_model(
     version: int = 1,
 ) -> Model:
     """One operator `code` with int8 graph inputs of `input_shapes` and constant operands inserted at their
-    operand positions (`constants`: (position, array), in increasing position)."""
+    operand positions (`constants`: (position, array), in increasing position; an int8 constant is quantized
+    like the rest)."""
     builder = GraphBuilder()
     inputs = [builder.activation(f"input{k}", s, "int8", _q(quant)) for k, s in enumerate(input_shapes)]
     operands = list(inputs)
     for position, array in constants:
-        operands.insert(position, builder.constant(f"constant{position}", array))
+        quantization = _q(quant) if array.dtype == np.int8 else None
+        operands.insert(position, builder.constant(f"constant{position}", array, quantization))
     outputs = [builder.activation(f"output{k}", s, "int8", _q(quant)) for k, s in enumerate(output_shapes)]
     builder.operator(code, operands, outputs, options, version=version)
     return builder.finish(inputs, outputs, description="test data op", name="<data op>", dynamic_batch=False)
