@@ -28,7 +28,7 @@ def kernels(library: ctypes.CDLL) -> Int8Kernels:
     return Int8Kernels(library)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(
     shapes=broadcast_shapes(),
     quant1=quants(),
@@ -55,7 +55,7 @@ def test_sub_is_bit_exact(
 
 
 @pytest.mark.parametrize("kind", ["maximum", "minimum"])
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(shapes=broadcast_shapes(), quant=quants(), seed=st.integers(0, 2**32 - 1))
 def test_maximum_and_minimum_are_bit_exact(
     kernels: Int8Kernels, kind: str, shapes: tuple[tuple[int, ...], tuple[int, ...]], quant: Quant, seed: int
@@ -121,7 +121,7 @@ def test_in_place_and_refusals_write_nothing(kernels: Int8Kernels, kind: str) ->
         assert buffer.tobytes() == before.tobytes()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     shape=st.lists(st.integers(1, 5), min_size=1, max_size=4).map(tuple),
     input_quant=quants(),
@@ -145,7 +145,7 @@ def test_leaky_relu_is_bit_exact(
     assert found.tobytes() == run_reference(model, [x]).tobytes()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     shapes=broadcast_shapes(),
     input_quant=quants(),

@@ -42,7 +42,7 @@ def _same(found: np.ndarray, expected: np.ndarray) -> None:
     assert found.shape == expected.shape and found.tobytes() == expected.tobytes()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(shape=SHAPES, data=st.data(), seed=SEED)
 def test_transpose_is_bit_exact(
     kernels: dm.DataKernels, shape: tuple[int, ...], data: st.DataObject, seed: int
@@ -67,7 +67,7 @@ def strided_slices(draw: st.DrawFn) -> tuple[tuple[int, ...], list[int], list[in
     return shape, begin, end, strides, *masks
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(case=strided_slices(), seed=SEED)
 def test_strided_slice_is_bit_exact(kernels: dm.DataKernels, case: tuple, seed: int) -> None:  # type: ignore[type-arg]
     shape, begin, end, strides, begin_mask, end_mask, shrink = case
@@ -84,7 +84,7 @@ def test_strided_slice_is_bit_exact(kernels: dm.DataKernels, case: tuple, seed: 
     _same(kernels.index_copy(copy, x), run_all(model, [x])[0])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(shape=SHAPES, data=st.data(), seed=SEED)
 def test_slice_is_bit_exact(kernels: dm.DataKernels, shape: tuple[int, ...], data: st.DataObject, seed: int) -> None:
     begin = [data.draw(st.integers(0, d - 1)) for d in shape]
@@ -97,7 +97,7 @@ def test_slice_is_bit_exact(kernels: dm.DataKernels, shape: tuple[int, ...], dat
     _same(kernels.index_copy(copy, x), run_all(model, [x])[0])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(shape=SHAPES, data=st.data(), seed=SEED)
 def test_gather_is_bit_exact(kernels: dm.DataKernels, shape: tuple[int, ...], data: st.DataObject, seed: int) -> None:
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
@@ -111,7 +111,7 @@ def test_gather_is_bit_exact(kernels: dm.DataKernels, shape: tuple[int, ...], da
     _same(kernels.index_copy(copy, x), run_all(model, [x])[0])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(shape=SHAPES, mode=st.sampled_from(dm.MIRROR_MODES), data=st.data(), seed=SEED)
 def test_mirror_pad_is_bit_exact(
     kernels: dm.DataKernels, shape: tuple[int, ...], mode: str, data: st.DataObject, seed: int
@@ -128,7 +128,7 @@ def test_mirror_pad_is_bit_exact(
 
 
 @pytest.mark.parametrize("kind", ["space_to_depth", "depth_to_space"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(block=st.integers(1, 3), n=st.integers(1, 2), h=st.integers(1, 3), w=st.integers(1, 3), c=st.integers(1, 4),
        seed=SEED)  # fmt: skip
 def test_space_and_depth_moves_are_bit_exact(
@@ -148,7 +148,7 @@ def test_space_and_depth_moves_are_bit_exact(
 
 
 @pytest.mark.parametrize("kind", ["SPLIT", "SPLIT_V", "UNPACK"])
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(shape=SHAPES, data=st.data(), seed=SEED)
 def test_splits_are_bit_exact(
     kernels: dm.DataKernels, kind: str, shape: tuple[int, ...], data: st.DataObject, seed: int
@@ -186,7 +186,7 @@ def test_splits_are_bit_exact(
         _same(got, want)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(shape=SHAPES, count=st.integers(1, 4), data=st.data(), seed=SEED)
 def test_pack_is_a_concatenation_of_unit_extents(
     library: ctypes.CDLL, shape: tuple[int, ...], count: int, data: st.DataObject, seed: int
@@ -262,7 +262,7 @@ def test_arguments_tflite_refuses_are_refused(call: object, message: str) -> Non
 
 
 @pytest.mark.parametrize("kind", dm.ARG_KINDS)
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(shape=SHAPES, data=st.data(), index_dtype=st.sampled_from(["int32", "int64"]), seed=SEED)
 def test_arg_max_and_min_are_bit_exact(
     kernels: dm.DataKernels, kind: str, shape: tuple[int, ...], data: st.DataObject, index_dtype: str, seed: int
@@ -285,7 +285,7 @@ def test_arg_max_and_min_are_bit_exact(
     _same(kernels.arg(kind, x, axis, index_dtype), run_all(model, [x])[0])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(shape=SHAPES, data=st.data(), seed=SEED)
 def test_padv2_is_pad_filled_with_its_constant(
     library: ctypes.CDLL, shape: tuple[int, ...], data: st.DataObject, seed: int
@@ -302,7 +302,7 @@ def test_padv2_is_pad_filled_with_its_constant(
 
 
 @pytest.mark.parametrize("kind", ["SQUEEZE", "EXPAND_DIMS"])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(shape=SHAPES, data=st.data(), seed=SEED)
 def test_squeeze_and_expand_dims_are_the_reshape_copy(
     library: ctypes.CDLL, kind: str, shape: tuple[int, ...], data: st.DataObject, seed: int

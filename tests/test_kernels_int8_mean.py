@@ -49,7 +49,7 @@ def _check(
     assert kernels.mean(params, x).tobytes() == expected.tobytes()
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(case=mean_cases(), input_quant=QUANT, output_quant=QUANT, same=st.booleans(), seed=st.integers(0, 2**32 - 1))
 def test_mean_is_bit_exact(
     kernels: Int8Kernels,
@@ -63,7 +63,7 @@ def test_mean_is_bit_exact(
     _check(kernels, shape, axes, keep_dims, input_quant, input_quant if same else output_quant, seed)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     h=st.integers(1, 12),
     w=st.integers(1, 12),

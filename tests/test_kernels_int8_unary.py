@@ -28,7 +28,7 @@ QUANT = st.builds(Quant, st.floats(1e-3, 0.5), st.integers(-128, 127))
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=75, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     shape=st.lists(st.integers(1, 6), min_size=1, max_size=4).map(tuple),
     input_quant=QUANT,
