@@ -125,13 +125,14 @@ def quantize_value(real: float, quant: Quant) -> int:
     return quant.zero_point + _round_half_away(float(np.float32(real) / np.float32(quant.scale)))
 
 
-def activation_range(activation: str, quant: Quant) -> tuple[int, int]:
-    """The int8 output bounds of a fused activation (TFLite's CalculateActivationRangeQuantized)."""
+def activation_range(activation: str, quant: Quant, bounds: tuple[int, int] = (-128, 127)) -> tuple[int, int]:
+    """The output bounds of a fused activation (TFLite's CalculateActivationRangeQuantized) within the type's
+    `bounds` (int8's by default)."""
     if activation not in ACTIVATIONS:
         raise Int8KernelError(
             f"int8 kernels: fused activation {activation!r} is not supported; expected one of {', '.join(ACTIVATIONS)}"
         )
-    low, high = -128, 127
+    low, high = bounds
     if activation == "RELU":
         low = max(low, quantize_value(0.0, quant))
     elif activation == "RELU6":
@@ -318,27 +319,38 @@ class BinaryParams:
     act_max: int
 
 
-def add_params(input1: Quant, input2: Quant, output: Quant, activation: str = "NONE") -> BinaryParams:
-    """TFLite's int8 ADD preparation: both inputs rescaled to 2 * max(scale) with 2^20 headroom."""
+def add_params(
+    input1: Quant,
+    input2: Quant,
+    output: Quant,
+    activation: str = "NONE",
+    *,
+    left_shift: int = ADD_LEFT_SHIFT,
+    bounds: tuple[int, int] = (-128, 127),
+) -> BinaryParams:
+    """TFLite's int8 ADD preparation: both inputs rescaled to 2 * max(scale) with 2^20 headroom (int16's
+    general-scale ADD: 2^15 and the int16 `bounds`)."""
     twice_max = 2.0 * max(input1.scale, input2.scale)
     m1, s1 = quantize_multiplier(input1.scale / twice_max)
     m2, s2 = quantize_multiplier(input2.scale / twice_max)
-    mo, so = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * output.scale))
+    mo, so = quantize_multiplier(twice_max / ((1 << left_shift) * output.scale))
     if so > 0:
         raise Int8KernelError(
-            f"int8 add: output scale {output.scale!r} is below 2 * max input scale / 2^20; "
-            "the output multiplier must be below 1"
+            f"int{8 if bounds == (-128, 127) else 16} add: output scale {output.scale!r} is below 2 * max input "
+            f"scale / 2^{left_shift}; the output multiplier must be below 1"
         )
-    low, high = activation_range(activation, output)
+    low, high = activation_range(activation, output, bounds)
     return BinaryParams(
-        input1.zero_point, input2.zero_point, output.zero_point, ADD_LEFT_SHIFT, m1, s1, m2, s2, mo, so, low, high
+        input1.zero_point, input2.zero_point, output.zero_point, left_shift, m1, s1, m2, s2, mo, so, low, high
     )
 
 
-def mul_params(input1: Quant, input2: Quant, output: Quant, activation: str = "NONE") -> BinaryParams:
+def mul_params(
+    input1: Quant, input2: Quant, output: Quant, activation: str = "NONE", *, bounds: tuple[int, int] = (-128, 127)
+) -> BinaryParams:
     """TFLite's int8 MUL preparation: one multiplier, double(s1) * double(s2) / double(s_out)."""
     mo, so = quantize_multiplier(input1.scale * input2.scale / output.scale)
-    low, high = activation_range(activation, output)
+    low, high = activation_range(activation, output, bounds)
     return BinaryParams(input1.zero_point, input2.zero_point, output.zero_point, 0, 0, 0, 0, 0, mo, so, low, high)
 
 
@@ -611,8 +623,16 @@ class Int8Kernels:
         self._call("helia_fully_connected_s8", args, arrays=(x, f, b, m, s, out))
         return out
 
-    def conv(self, params: ConvParams, input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-        """CONV_2D, or DEPTHWISE_CONV_2D when `params.depthwise`."""
+    def conv(
+        self,
+        params: ConvParams,
+        input: np.ndarray,
+        filter: np.ndarray,
+        bias: np.ndarray | None,
+        kernel: str | None = None,
+    ) -> np.ndarray:
+        """CONV_2D, or DEPTHWISE_CONV_2D when `params.depthwise`; `kernel` names another kernel taking
+        helia_conv_s8_args (TRANSPOSE_CONV's)."""
         x, f = _c_array(input, "int8"), _c_array(filter, "int8")
         b = None if bias is None else _c_array(bias, "int32")
         m, s = _c_array(params.multipliers, "int32"), _c_array(params.shifts, "int32")
@@ -625,7 +645,7 @@ class Int8Kernels:
             *params.pad, params.depth_multiplier, m.size, params.input_zero_point, params.output_zero_point,
             params.act_min, params.act_max,
         )  # fmt: skip
-        name = "helia_depthwise_conv2d_s8" if params.depthwise else "helia_conv2d_s8"
+        name = kernel or ("helia_depthwise_conv2d_s8" if params.depthwise else "helia_conv2d_s8")
         self._call(name, args, arrays=(x, f, b, m, s, out))
         return out
 
