@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from heliabuild import __version__
+from heliabuild import doctor, manual
+from heliabuild.colour import coloured
 from heliabuild.errors import HeliaError, VerificationError
 from heliabuild.paths import check_outputs
 
@@ -30,9 +32,22 @@ EXIT_REGRESSION = 4  # compare --max-regression found a figure that regressed by
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        """Exit 2 with one line; a misspelt command or choice gets the nearest ones as a did-you-mean."""
+        invalid = _INVALID_CHOICE.search(message)
+        if invalid is not None:
+            import difflib
+
+            close = difflib.get_close_matches(invalid[1], re.findall(r"'([^']*)'", invalid[2]), n=2)
+            if close:
+                mean = " or ".join(repr(choice) for choice in close)
+                message = f"{message[: invalid.end(1) + 1]}; did you mean {mean}? (choose from {invalid[2]})"
+        line = coloured(f"{self.prog}: error: {message} (see {self.prog} --help)", sys.stderr)
+        self.exit(EXIT_BAD_INPUT, line + "\n")
 
 
 def _positions(text: str) -> list[int]:
@@ -148,9 +163,12 @@ def _vela_keywords(args: argparse.Namespace) -> dict[str, object]:
 
 def _print_vela_warnings(warnings: Sequence[str]) -> None:
     """Vela's warnings (and heliabuild's about the command streams), each once, on stderr, without
-    Vela's leading `Warning: ` (as the SCons builders print them)."""
-    for text in dict.fromkeys(warning.removeprefix("Warning: ").strip() for warning in warnings):
-        print(f"heliabuild: vela warning: {text}", file=sys.stderr)
+    Vela's leading `Warning: ` and its warnings about its defaults said as one (as the SCons builders print
+    them: heliabuild.vela.default_config)."""
+    from heliabuild.vela.default_config import explained
+
+    for text in dict.fromkeys(warning.removeprefix("Warning: ").strip() for warning in explained(warnings)):
+        print(coloured(f"heliabuild: vela warning: {text}", sys.stderr), file=sys.stderr)
 
 
 def _command_vela(args: argparse.Namespace) -> int:
@@ -458,7 +476,7 @@ def _split_vela_args(argv: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="heliabuild", description="Build TFLite models for Arm Ethos-U NPUs.")
-    parser.add_argument("--version", action="version", version=f"heliabuild {__version__}")
+    parser.add_argument("--version", action=doctor.VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     fence = commands.add_parser("fence", help="insert ETHOS_U_STREAM_SPLIT fences and write the sidecar")
@@ -681,6 +699,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"exit {EXIT_REGRESSION} when an estimate or a measured median grew by more than PERCENT",
     )
     compare.set_defaults(run=_command_compare)
+    doctor.add_command(commands)
+    manual.add_command(commands)
     return parser
 
 
@@ -719,12 +739,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except HeliaError as error:
         hint = f" (hint: {error.hint})" if error.hint else ""
-        print(f"heliabuild: error: {error.message}{hint}", file=sys.stderr)
+        print(coloured(f"heliabuild: error: {error.message}{hint}", sys.stderr), file=sys.stderr)
         return EXIT_VERIFICATION if isinstance(error, VerificationError) else EXIT_BAD_INPUT
     except OSError as error:
         # An output the user named cannot be written (a folder, no permission, disk full).
         where = error.filename2 if error.filename2 is not None else error.filename
-        print(f"heliabuild: error: {where}: cannot write: {error.strerror or error}", file=sys.stderr)
+        line = f"heliabuild: error: {where}: cannot write: {error.strerror or error}"
+        print(coloured(line, sys.stderr), file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

@@ -60,6 +60,8 @@ BAD_INPUT = {
     "export": ["{missing}"],
     "ops": ["{missing}"],
     "compare": ["{missing}", "{missing}"],
+    "doctor": ["--backend", "fvp"],  # no Arm FVP can be installed here or in CI (docs/dependencies.md)
+    "docs": ["no-such-page"],
 }
 """A bad-input invocation of each command: a missing input file (an unknown kind for synth)."""
 

@@ -24,8 +24,8 @@ def test_every_package_of_the_source_tree_is_installed() -> None:
     }
     listed = set(_setuptools()["packages"])
     assert found - listed == set(), "packages missing from pyproject.toml [tool.setuptools] packages"
-    assert listed - found == {"heliabuild.schemas"}  # schemas/ is mapped in by package-dir
-    assert _setuptools()["package-dir"] == {"heliabuild.schemas": "schemas"}
+    assert listed - found == {"heliabuild.schemas", "heliabuild.docs"}  # schemas/ and docs/ mapped by package-dir
+    assert _setuptools()["package-dir"] == {"heliabuild.schemas": "schemas", "heliabuild.docs": "docs"}
 
 
 def test_every_data_file_in_a_package_is_installed() -> None:

@@ -140,7 +140,8 @@ def test_runner_bytes_are_deterministic(tmp_path: Path, fenced: dict[str, Path])
     first = build_runner(tmp_path / "a", model=fenced["model"], policy=None, sidecar=fenced["sidecar"])
     second = build_runner(tmp_path / "b", model=fenced["model"], policy=None, sidecar=fenced["sidecar"])
     assert first.read_bytes() == second.read_bytes()
-    assert json.loads(first.read_text())["policy"]["warmup_source"] == "automatic"
+    policy = json.loads(first.read_text())["policy"]  # litert's default: one warmup, ten invokes (set, not automatic)
+    assert (policy["warmup_source"], policy["warmup_invokes"], policy["measured_invokes"]) == ("explicit", 1, 10)
 
 
 def test_sidecar_bound_to_another_model_is_refused(tmp_path: Path, fenced: dict[str, Path]) -> None:

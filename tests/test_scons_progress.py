@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.terminal import read_to_the_end
 from test_scons import build_ok, output_of, scons_command
 
 pytestmark = pytest.mark.slow
@@ -93,16 +94,7 @@ def on_a_terminal(folder: Path, *arguments: str) -> tuple[int, str]:
         [*scons_command(), *arguments], cwd=folder, env=environment, stdout=terminal, stderr=terminal
     )
     os.close(terminal)
-    written = bytearray()
-    while True:
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:  # EIO: every writer has closed the terminal
-            break
-        if not chunk:
-            break
-        written += chunk
-    os.close(controller)
+    written = read_to_the_end(controller)
     return process.wait(timeout=120), written.decode()
 
 
@@ -116,7 +108,8 @@ def test_a_terminal_shows_the_status_of_vela_and_of_the_invokes_and_a_log_shows_
     assert "\r\x1b[Kheliabuild: run kws: writing the bundle of 1000 samples " in written, written
     assert written.replace("\r\n", "\n").endswith("\n") and "Traceback" not in written
     # every ordinary line starts at the left margin: after a line end, or after the status line was erased
-    for line in ("heliabuild: warning: vela ", "heliabuild: [4/6] aot-plan", "heliabuild: [6/6] run kws/"):
+    warning = "heliabuild: \x1b[1;33mwarning\x1b[0m: vela "  # coloured on a terminal (heliabuild.colour)
+    for line in (warning, "heliabuild: [4/6] aot-plan", "heliabuild: [6/6] run kws/"):
         at = written.index(line)
         assert written[:at].endswith(("\n", "\x1b[K")), written[at - 80 : at + 40]
     build_ok(folder, "-c")

@@ -33,7 +33,7 @@ model = env.HeliaSynth("kws.tflite", HELIA_SYNTH_KIND="chain")
 {calls}
 """
 GRID = '{"accelerator": ["ethos-u55-128", "ethos-u55-256"], "budget_cycles": [20000, 40000]}'
-SWEEP = f'env.HeliaSweep("kws_sweep", model, grid={GRID}, policy="policy.yaml")'
+SWEEP = f'env.HeliaSweep("kws_sweep", model, build_dir="kws_sweep", grid={GRID}, policy="policy.yaml")'
 POLICY = "defaults:\n  fvp:\n    acquisition: {{state: carry, warmup_invokes: 1, measured_invokes: {n}}}\n"
 FOLDERS = [
     "accelerator=ethos-u55-128,budget_cycles=20000",
@@ -186,7 +186,8 @@ def test_points_that_differ_only_in_policy_share_fence_vela_and_aot_plan(tmp_pat
     """2 policies x 2 accelerators: fence, Vela and aot-plan once per accelerator, runner and run per point,
     each point's files byte-identical to its pipeline built alone; a policy change reruns only its points."""
     grid = '{"policy": ["policy.yaml", "other/policy.yaml"], "accelerator": ["ethos-u55-128", "ethos-u55-256"]}'
-    folder = project(tmp_path / "project", f'env.HeliaSweep("kws_sweep", model, grid={grid}, fences=[3])')
+    sweep = f'env.HeliaSweep("kws_sweep", model, build_dir="kws_sweep", grid={grid}, fences=[3])'
+    folder = project(tmp_path / "project", sweep)
     (folder / "other").mkdir()
     shutil.copy(folder / "policy.yaml", folder / "other" / "policy.yaml")
     result = build_ok(folder, "-j2", "kws_sweep")
@@ -225,14 +226,16 @@ def test_points_that_differ_only_in_policy_share_fence_vela_and_aot_plan(tmp_pat
 
 def test_a_backend_axis_shares_fence_and_vela_and_the_aot_plan_but_for_qemu_m55(tmp_path: Path) -> None:
     """litert and fvp read one AOT plan; qemu-m55's is of the model itself, for its platform (a dry run)."""
-    two = build_ok(project(tmp_path / "two", 'env.HeliaSweep("s", model, grid={"backend": ["litert", "fvp"]})'), "-n")
+    sweep = 'env.HeliaSweep("s", model, build_dir="s", grid={"backend": ["litert", "fvp"]})'
+    two = build_ok(project(tmp_path / "two", sweep), "-n")
     assert [started(two, stage) for stage in ("vela", "aot-plan")] == [
         ["s/shared/kws_vela.tflite"],
         ["s/shared/s_plan.json"],
     ]
     assert len(started(two, "runner")) == 2
     grid = '{"backend": ["litert", "fvp", "qemu-m55"]}'
-    three = build_ok(project(tmp_path / "three", f'env.HeliaSweep("s", model, grid={grid}, fences=[3])'), "-n")
+    sweep = f'env.HeliaSweep("s", model, build_dir="s", grid={grid}, fences=[3])'
+    three = build_ok(project(tmp_path / "three", sweep), "-n")
     assert started(three, "fence") == ["s/shared/s_fenced.tflite"] and len(started(three, "vela")) == 1
     assert sorted(started(three, "aot-plan")) == [f"s/backend={b}/s_plan.json" for b in ("fvp", "litert", "qemu-m55")]
 
@@ -269,7 +272,7 @@ def test_a_24_point_sweep_with_linked_axes_builds_with_j2(tmp_path: Path) -> Non
         '("ethos-u55-256", "corstone300_ethos_u55"), ("ethos-u85-256", "corstone320_ethos_u85")], '
         '"budget_cycles": [15000, 30000, 60000, None], "policy": ["policy.yaml", "other/policy.yaml"]}'
     )
-    folder = project(tmp_path / "project", f'env.HeliaSweep("big", model, grid={grid})')
+    folder = project(tmp_path / "project", f'env.HeliaSweep("big", model, build_dir="big", grid={grid})')
     (folder / "other").mkdir()
     shutil.copy(folder / "policy.yaml", folder / "other" / "policy.yaml")
     result = build_ok(folder, "-j2", "big")
@@ -295,36 +298,36 @@ def test_a_24_point_sweep_with_linked_axes_builds_with_j2(tmp_path: Path) -> Non
 
 ERRORS = [
     (
-        'env.HeliaSweep("s", model, grid={"acclerator": ["ethos-u55-128"]})',
+        'env.HeliaSweep("s", model, build_dir="s", grid={"acclerator": ["ethos-u55-128"]})',
         "HeliaSweep s: unknown grid axis acclerator=['ethos-u55-128']; did you mean accelerator=?",
     ),
     (
-        'env.HeliaSweep("s", model, grid={"accelerator": ["ethos-u55-129"]})',
+        'env.HeliaSweep("s", model, build_dir="s", grid={"accelerator": ["ethos-u55-129"]})',
         "HeliaSweep s: accelerator 'ethos-u55-129' is not an accelerator Vela knows; did you mean ethos-u55-128",
     ),
     (
-        'env.HeliaSweep("s", model, grid={"backend": ["litrt"]})',
+        'env.HeliaSweep("s", model, build_dir="s", grid={"backend": ["litrt"]})',
         "HeliaSweep s: backend 'litrt' is not a backend; did you mean litert?",
     ),
     (
-        'env.HeliaSweep("s", model, grid={"budget_cycles": [20000, -5]})',
+        'env.HeliaSweep("s", model, build_dir="s", grid={"budget_cycles": [20000, -5]})',
         "HeliaSweep s: point budget_cycles=-5: HeliaPipeline s.2: budget_cycles is -5; expected a positive number",
     ),
     (
-        'env.HeliaSweep("s", model, grid={"budget_cycles": [20000]}, budget_cycles=1)',
+        'env.HeliaSweep("s", model, build_dir="s", grid={"budget_cycles": [20000]}, budget_cycles=1)',
         "HeliaSweep s: budget_cycles given both as a grid axis and as a keyword of every point",
     ),
     (
-        'env.HeliaSweep("s", model, grid={"budget_cycles": 20000})',
+        'env.HeliaSweep("s", model, build_dir="s", grid={"budget_cycles": 20000})',
         "HeliaSweep s: grid axis budget_cycles is 20000; expected a non-empty list of values",
     ),
     (
-        'env.HeliaSweep("s", model, grid={"fences": [[3], [3]]})',
+        'env.HeliaSweep("s", model, build_dir="s", grid={"fences": [[3], [3]]})',
         "HeliaSweep s: grid axis fences lists [3] twice",
     ),
-    ('env.HeliaSweep("s", model, grid={})', "HeliaSweep s: the grid is {}; expected a mapping"),
+    ('env.HeliaSweep("s", model, build_dir="s", grid={})', "HeliaSweep s: the grid is {}; expected a mapping"),
     (
-        'env.HeliaSweep("s", model, grid={"build_dir": ["a"]})',
+        'env.HeliaSweep("s", model, build_dir="s", grid={"build_dir": ["a"]})',
         "HeliaSweep s: build_dir is set by the sweep; it is neither a grid axis nor a keyword",
     ),
 ]
@@ -380,7 +383,8 @@ def test_pipelines_given_one_unfenced_dir_share_its_compile_and_other_vela_optio
             "HeliaPipeline a: stem is 'a/b'; a file stem is letters, digits, '_', '.', '+' and '-'",
         ),
         (
-            'env.HeliaPipeline("a", model, fences=[3], stem="s")\nenv.HeliaPipeline("b", model, fences=[4], stem="s")',
+            'env.HeliaPipeline("a", model, fences=[3], stem="s", build_dir=".")\n'
+            'env.HeliaPipeline("b", model, fences=[4], stem="s", build_dir=".")',
             "HeliaPipeline b: s_fenced.tflite is the fence output of pipeline a, made from other inputs (here "
             "HELIA_FENCES=[4]); give each its own folder",
         ),
@@ -405,8 +409,8 @@ def test_the_sweep_in_docs_sweeps_md_reads_and_plans_its_points(tmp_path: Path) 
     (folder / "SConstruct").write_text(block, encoding="utf-8")
     (folder / "policy.yaml").write_text(POLICY.format(n=1), encoding="utf-8")
     result = build_ok(folder, "-n", "kws_sweep")
-    assert len(started(result, "vela", "kws_sweep/unfenced/")) == 3 and len(started(result, "run")) == 9
-    assert "kws_sweep/accelerator=ethos-u55-64,budget_cycles=none/results/kws_sweep.3/result.json" in started(
+    assert len(started(result, "vela", "build/kws_sweep/unfenced/")) == 3 and len(started(result, "run")) == 9
+    assert "build/kws_sweep/accelerator=ethos-u55-64,budget_cycles=none/results/kws_sweep.3/result.json" in started(
         result, "run"
     )
 

@@ -90,10 +90,8 @@ def test_j1_runs_vela_in_the_scons_process_and_builds_what_j2_builds(tmp_path: P
     assert set(output_names("kws_fenced.tflite", "Ethos_U55_High_End_Embedded").values()) <= set(built_files(one))
     warnings = vela_lines(serial)
     assert warnings == vela_lines(parallel)
-    assert [line.split(": ")[3].split(".")[0] for line in warnings if "warning" in line] == [
-        "No configuration file specified",
-        "No system configuration specified",
-        "No memory mode specified",
+    assert [line.split(": ")[3] for line in warnings if "warning" in line] == [
+        "Vela chose its own defaults for what was not given"
     ]
     assert "Traceback" not in output_of(serial)
     # SCons's own lines are all there, in the same order, and nothing of what Vela printed got past the capture

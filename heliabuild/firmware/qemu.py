@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heliabuild.errors import FirmwareError
+from heliabuild.sessions import running
 
 QEMU = "qemu-system-arm"
 MACHINE = "mps3-an547"
@@ -108,6 +109,12 @@ def run_bounded(
         start_new_session=True,
         env=env,
     )
+    with running(process.pid):  # until reaped: an interrupt on another thread ends it (heliabuild.sessions)
+        return _collect(process, timeout_s, max_output)
+
+
+def _collect(process: subprocess.Popen[bytes], timeout_s: float, max_output: int) -> QemuRun:
+    """run_bounded's reading of `process` until it exits, times out or overflows, and its reaping."""
     assert process.stdout is not None and process.stderr is not None
     chunks: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
     sizes = dict.fromkeys(chunks, 0)

@@ -138,7 +138,7 @@ def build_runner(
             "backend qemu-m55 runs the firmware generated from the model's AOT plan, and no AOT plan was given",
             hint=f"pass the plan of this model made for platform {qemu.TARGET} (heliabuild aot-plan)",
         )
-    resolved = _policy(policy)
+    resolved = _policy(policy, backend)
     model_path = Path(model)
     model_bytes = _read_bytes(model_path, "model", MAX_MODEL_BYTES)
     loaded = load_model(model_bytes, name=str(model_path))
@@ -345,9 +345,15 @@ def firmware_config(
     return firmware_config_source(prefix, qemu.firmware_policy(frozen.document), frozen.fills(cut))
 
 
-def _policy(policy: Policy | PathLike | dict[str, Any] | None) -> Policy:
+LITERT_DEFAULT_POLICY = Policy(warmup_invokes=1, measured_invokes=10, source="<default policy of litert>")
+"""The policy of a litert runner given none: host time varies run to run, so one warmup and ten measured
+invokes, enough for a median and a spread. The deterministic backends (qemu-m55 counts instructions, an FVP
+counts NPU cycles) keep Policy()'s single invoke: another sample would repeat the first."""
+
+
+def _policy(policy: Policy | PathLike | dict[str, Any] | None, backend: str = "") -> Policy:
     if policy is None:
-        return Policy()
+        return LITERT_DEFAULT_POLICY if backend == "litert" else Policy()
     if isinstance(policy, Policy):
         return policy
     if isinstance(policy, dict):

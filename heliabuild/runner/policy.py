@@ -30,6 +30,8 @@ from heliabuild.errors import PolicyError
 from heliabuild.schema_files import check_keys, first_error, message_of
 
 SCHEMA_NAME = "policy"
+BACKEND_NAMES = ("litert", "qemu-m55", "qemu", "fvp")
+"""What a user may write under `defaults` for a backend (the backends, and `qemu` for qemu-m55)."""
 STATES = ("carry", "single")
 UNSUPPORTED = ("bus_tracing", "per_layer_fencing")
 MAX_WARMUP_INVOKES = 1000
@@ -72,7 +74,7 @@ class Policy:
         if document is None:
             document = {}
         check_json_values(document, source, "policy", error=PolicyError)
-        check_keys(_mapping(document, "", source), SCHEMA_NAME, source, error=PolicyError, index_format="[{}]")
+        check_policy_keys(document, source)
         defaults = _mapping(document.get("defaults", {}), "defaults", source)
         fvp = _mapping(defaults.get("fvp", {}), "defaults.fvp", source)
         acquisition = _mapping(fvp.get("acquisition", {}), "defaults.fvp.acquisition", source)
@@ -172,6 +174,22 @@ class Policy:
             return read_regular_file(path, "input file", error=PolicyError, limit=limit)
         except PolicyError as error:
             raise PolicyError(f"{self.source}: {field}: {error.message}") from None
+
+
+def check_policy_keys(document: Any, source: str) -> None:
+    """PolicyError for the first key the policy schema does not allow where it stands, with a did-you-mean
+    (heliabuild.schema_files.check_keys); a backend's name under `defaults` (`defaults.litert`) is refused
+    saying that the spec's `defaults.fvp` holds the policy of every backend."""
+    defaults = _mapping(document, "", source).get("defaults")
+    if isinstance(defaults, dict):
+        for key in defaults:
+            if key != "fvp" and key in BACKEND_NAMES:
+                raise PolicyError(
+                    f"{source}: defaults: unknown key {key!r}: the policy of every backend (litert, qemu-m55 and "
+                    "fvp alike) is under defaults.fvp, the one key the policy spec gives",
+                    hint=f"move defaults.{key}'s settings under defaults.fvp",
+                )
+    check_keys(_mapping(document, "", source), SCHEMA_NAME, source, error=PolicyError, index_format="[{}]")
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:

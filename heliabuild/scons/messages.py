@@ -28,8 +28,11 @@ import SCons
 from SCons.Errors import UserError
 from SCons.Node import Node
 
+from heliabuild.colour import coloured
 from heliabuild.errors import HeliaError
 from heliabuild.progress import clear_status
+from heliabuild.scons import interrupt
+from heliabuild.scons.interrupt import EXIT_INTERRUPTED
 
 EXIT_BAD_INPUT = 2
 """The status a stage action returns for a HeliaError, as the CLI exits for bad input."""
@@ -62,9 +65,12 @@ def stage_failed(error: HeliaError, targets: Sequence[Node]) -> int:
 
 def report_failure(error: HeliaError) -> int:
     """Report `error` (see error_line) on stderr and return EXIT_BAD_INPUT, removing nothing: for a stage
-    whose library call already removed what it may (a result bundle's files, and only when they verify)."""
+    whose library call already removed what it may (a result bundle's files, and only when they verify).
+    After Ctrl-C (heliabuild.scons.interrupt) nothing is printed: the stage failed because it was ended."""
+    if interrupt.requested():
+        return EXIT_INTERRUPTED
     clear_status()
-    print(error_line(error), file=sys.stderr, flush=True)
+    print(coloured(error_line(error), sys.stderr), file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT
 
 
@@ -86,7 +92,8 @@ def stage_warnings(stage: str, target: Node, warnings: Sequence[str]) -> None:
                 continue
             _warned.add(text)
         clear_status()
-        print(f"heliabuild: warning: {stage} {node_path(target)}: {text}", file=sys.stderr, flush=True)
+        line = f"heliabuild: warning: {stage} {node_path(target)}: {text}"
+        print(coloured(line, sys.stderr), file=sys.stderr, flush=True)
 
 
 def node_path(node: Node) -> str:

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
@@ -85,10 +85,14 @@ from SCons.Node import Node
 
 from heliabuild.aot.prefix import prefix_of
 from heliabuild.scons import aot, fence, firmware, fvp, plan, runner, sharing, summary, vela
+from heliabuild.scons.checks import check_pipeline, close_matches
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sharing import VARIABLE_PREFIX
 
 METHOD_NAME = "HeliaPipeline"
+DEFAULT_BUILD_FOLDER = "build"
+"""A pipeline's default build_dir is `build/<name>`, and a sweep's `build/<sweep>` (beside the SConstruct,
+not the top folder itself)."""
 FENCED_MODEL_ALIAS = "fenced_model"
 UNFENCED_FOLDER = "unfenced"
 FENCED_SUFFIX = "_fenced.tflite"
@@ -328,6 +332,10 @@ def _model_node(env: Environment, name: str, model: object) -> Node:
     return env.File(items[0])
 
 
+_FENCE_LIST = re.compile(r"\s*\d+(\s*,\s*\d+)*\s*,?\s*")
+"""A string of operator indices (`"9,20"`): meant as the list fences=[9, 20]."""
+
+
 def _fences(env: Environment, name: str, fences: object) -> Fences:
     if fences is None:
         return None
@@ -340,7 +348,11 @@ def _fences(env: Environment, name: str, fences: object) -> Fences:
     if isinstance(fences, str | Node):
         plan_node = env.File(fences)
         if not plan_node.name.endswith(fence.PLAN_SUFFIX):
-            raise configuration_error(METHOD_NAME, name, f"fences is {node_path(plan_node)}; a fence plan is a .json")
+            listed = _FENCE_LIST.fullmatch(fences) if isinstance(fences, str) else None
+            give = f"; give a list: fences=[{', '.join(listed[0].replace(',', ' ').split())}]" if listed else ""
+            raise configuration_error(
+                METHOD_NAME, name, f"fences is {node_path(plan_node)}; a fence plan is a .json{give}"
+            )
         return plan_node
     raise configuration_error(
         METHOD_NAME, name, f"fences is {fences!r}; expected a list of operator indices or a fence-plan .json path"
@@ -400,13 +412,6 @@ def _stage_dirs(env: Environment, name: str, stage_dirs: Mapping[str, object] | 
             f"stage_dirs is {stage_dirs!r}; expected a mapping of {', '.join(sharing.SHAREABLE)} to folders",
         )
     return MappingProxyType({stage: env.Dir(folder) for stage, folder in stage_dirs.items()})
-
-
-def close_matches(word: str, names: Sequence[str], *, n: int, cutoff: float = 0.6) -> list[str]:
-    """difflib's closest `names` to `word` (difflib is imported only for a name refused: a no-op build refuses none)."""
-    import difflib
-
-    return difflib.get_close_matches(word, names, n=n, cutoff=cutoff)
 
 
 def check_keywords(
@@ -470,7 +475,7 @@ def helia_pipeline(
     system_config: str | None = None,
     memory_mode: str | None = None,
     min_coverage: float | None = None,
-    build_dir: object = ".",
+    build_dir: object = None,
     platform: str | None = None,
     prefix: str | None = None,
     aot_config: object = None,
@@ -485,7 +490,7 @@ def helia_pipeline(
 ) -> Pipeline:
     """Chain the stages of STAGES that apply into targets under `build_dir`; see the module docstring.
 
-    `build_dir` is relative to the calling SConscript's folder (under a
+    `build_dir` (default `build/<name>`) is relative to the calling SConscript's folder (under a
     variant dir, its build folder). A keyword that is not upper case and not
     one of these is a UserError (see check_keywords).
     """
@@ -513,6 +518,7 @@ def helia_pipeline(
         )
     given[aot.PREFIX] = module_prefix
     chosen_backend = given.get(runner.BACKEND, overrides.get(runner.BACKEND, env.get(runner.BACKEND)))
+    check_pipeline(env, str(name), chosen_backend, {**overrides, **given})
     if chosen_backend == QEMU_BACKEND:
         chosen_platform = given.get(aot.PLATFORM, overrides.get(aot.PLATFORM))
         if chosen_platform not in (None, QEMU_PLATFORM):
@@ -528,7 +534,8 @@ def helia_pipeline(
 
         accelerator_name = given.get(vela.ACCELERATOR, overrides.get(vela.ACCELERATOR, env.get(vela.ACCELERATOR)))
         given[aot.PLATFORM] = default_platform(None if accelerator_name is None else str(accelerator_name))
-    request = _request(env, name, model, fences, budget_cycles, build_dir, {**overrides, **given}, module_prefix)
+    folder = f"{DEFAULT_BUILD_FOLDER}/{name}" if build_dir is None else build_dir
+    request = _request(env, name, model, fences, budget_cycles, folder, {**overrides, **given}, module_prefix)
     request = replace(
         request,
         backend=str(chosen_backend),

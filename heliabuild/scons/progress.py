@@ -20,7 +20,9 @@ plan-fences, fence, aot-plan, firmware generation, runner, run); the firmware's 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -32,8 +34,10 @@ import SCons.Node.FS
 from SCons.Action import FunctionAction
 from SCons.Node import Node
 
-from heliabuild.progress import clear_status
+from heliabuild.progress import CLEAR, clear_status
 from heliabuild.scons.collector import stage_running
+from heliabuild.scons.interrupt import EXIT_INTERRUPTED, StageInterrupted, interruptible
+from heliabuild.scons.interrupt import requested as interrupted
 
 PREFIX = "heliabuild: "
 
@@ -87,19 +91,38 @@ class StageAction(FunctionAction):
         executor = kwargs.get("executor")
         _current.number, _current.total = _start()
         started = time.monotonic()
+        targets = executor.get_all_targets() if executor else target
         try:
-            with stage_running():
-                status = super().__call__(target, source, env, *args, **kwargs)
-            if shown and executed and not status:
-                targets = executor.get_all_targets() if executor else target
+            try:
+                with stage_running(), interruptible():
+                    status = super().__call__(target, source, env, *args, **kwargs)
+            except StageInterrupted:
+                status = EXIT_INTERRUPTED
+            if status and interrupted():  # ended by Ctrl-C, whatever error that made
+                status = _interrupted(targets)
+            if shown and executed and (not status or status == EXIT_INTERRUPTED):
                 sources = executor.get_all_sources() if executor else source
                 line = self.strfunction(targets, sources, env, executor)
                 if line:
                     clear_status()
-                    print(f"{line}: {elapsed_text(time.monotonic() - started)}", flush=True)
+                    ending = "interrupted" if status else elapsed_text(time.monotonic() - started)
+                    stream = sys.stderr if status else sys.stdout
+                    # after Ctrl-C a terminal has echoed ^C where the cursor was: start the line afresh
+                    erase = CLEAR if status and stream.isatty() else ""
+                    print(f"{erase}{line}: {ending}", file=stream, flush=True)
             return status
         finally:
             _current.number = None
+
+
+def _interrupted(targets: Sequence[Node]) -> int:
+    """Remove the files of `targets` an interrupted stage may have left, except Precious ones (a result
+    bundle's, which the run stage handles: heliabuild.scons.runner.run_action); EXIT_INTERRUPTED."""
+    for node in targets:
+        if not node.precious:
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                os.unlink(node.get_abspath())
+    return EXIT_INTERRUPTED
 
 
 def _start() -> tuple[int, int]:

@@ -462,6 +462,9 @@ def run_action(target: list[Node], source: list[Node], env: Environment) -> int:
     except HeliaError as error:
         discard_bundle(folder)  # an earlier bundle it may replace; never a folder of anything else
         return run_failed(error)
+    except KeyboardInterrupt:  # Ctrl-C (heliabuild.scons.interrupt): as a failure, nothing published
+        discard_bundle(folder)
+        raise
     missing = [str(node) for node in target if not os.path.isfile(node.get_abspath())]
     if os.path.abspath(written) != target[0].get_abspath() or missing:
         raise RuntimeError(f"{RUN_BUILDER_NAME}: wrote {written}; declared targets missing: {missing}")

@@ -213,7 +213,7 @@ def helia_sweep(
     **common: object,
 ) -> Sweep:
     """One HeliaPipeline per point of `grid`, sharing their common stages, and their table; see the module
-    docstring. `build_dir` (default: the sweep's name) is relative to the calling SConscript's folder."""
+    docstring. `build_dir` (default: `build/<name>`) is relative to the calling SConscript's folder."""
     _check_name(name)
     try:
         found = groups(grid)
@@ -231,7 +231,7 @@ def helia_sweep(
             folders[chain] = _chain_folders(points, _chain_axes(axes, read))
     except GridError as error:
         raise configuration_error(METHOD_NAME, name, error.message) from None
-    sweep_dir = env.Dir(name if build_dir is None else build_dir)
+    sweep_dir = env.Dir(f"{pipeline.DEFAULT_BUILD_FOLDER}/{name}" if build_dir is None else build_dir)
     width = len(str(len(points)))
     made: list[SweepPoint] = []
     combinations = itertools.product(*(values for _, values in found))

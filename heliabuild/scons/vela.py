@@ -54,10 +54,13 @@ from heliabuild.scons.progress import stage_action
 from heliabuild.scons.scanners import sidecar_scanner
 from heliabuild.scons.signatures import VELA_DISTRIBUTION, VELA_VERSION, add_stage_dependencies, installed_version
 from heliabuild.vela.configs import resolve_config
+from heliabuild.vela.default_config import explained
 from heliabuild.vela.names import DEFAULT_ACCELERATOR, default_system_config, output_names
 
 BUILDER_NAME = "HeliaVela"
 STAGE = "vela"
+AOT_PLATFORM = "HELIA_AOT_PLATFORM"
+"""heliabuild.scons.aot.PLATFORM: the platform the pipeline plans for, named in the default-config warning."""
 ACCELERATOR = "HELIA_VELA_ACCELERATOR"
 SYSTEM_CONFIG = "HELIA_VELA_SYSTEM_CONFIG"
 MEMORY_MODE = "HELIA_VELA_MEMORY_MODE"
@@ -213,7 +216,7 @@ def vela_action(target: list[Node], source: list[Node], env: Environment) -> int
         result = run_stage(job, files, target)  # the targets are Vela's outputs, or the job fails
     except HeliaError as error:
         return failed(error, target)
-    stage_warnings(STAGE, target[0], result.warnings)
+    stage_warnings(STAGE, target[0], explained(result.warnings, env.get(AOT_PLATFORM)))
     return 0
 
 

@@ -22,6 +22,7 @@ from heliabuild.scons import (
     executor,
     fence,
     firmware,
+    interrupt,
     module,
     pipeline,
     plan,
@@ -93,6 +94,7 @@ def generate(env: Environment) -> None:
     """
     disable_max_drift()
     collector.pause()
+    interrupt.watch()
     remote_cache.configure(env)
     executor.add_options()
     executor.check_choice()
