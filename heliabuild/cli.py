@@ -73,6 +73,10 @@ def _command_fence(args: argparse.Namespace) -> int:
         [("fenced model", args.output), ("sidecar", sidecar_path_for(args.output))],
         [("model", args.model), ("fence plan", args.plan)],
     )
+    if args.backend == "qemu-m55":
+        from heliabuild.codegen.module import check_admission
+
+        check_admission(args.model)
     if args.plan is not None:
         result = fence_model(args.model, load_plan(args.plan))
     else:
@@ -257,6 +261,10 @@ def _command_aot_plan(args: argparse.Namespace) -> int:
         args.prefix = _default_prefix(args.model)
     if args.platform is None:
         args.platform = _default_platform(args.model)
+    if args.platform == QEMU_PLATFORM:  # the qemu-m55 firmware's plan: refuse what its generator refuses
+        from heliabuild.codegen.module import check_admission
+
+        check_admission(args.model)
 
     from heliabuild.aot.config import AotConfig, load_config
     from heliabuild.aot.stage import output_names, write_plan
@@ -433,6 +441,7 @@ VELA_DEFAULT_ACCELERATOR = "ethos-u55-128"
 VELA_OPTIMISE_CHOICES = ("Size", "Performance")
 # heliabuild.scons.aot.DEFAULT_PLATFORM, spelled out for the same reason (tests check they agree).
 AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"  # heliabuild.aot.shipped.DEFAULT_PLATFORM
+QEMU_PLATFORM = "mps3_an547"  # heliabuild.runner.qemu.TARGET, the qemu-m55 backend's platform
 
 
 def _add_vela_options(parser: argparse.ArgumentParser) -> None:
@@ -476,6 +485,12 @@ def build_parser() -> argparse.ArgumentParser:
     where = fence.add_mutually_exclusive_group(required=True)
     where.add_argument("--after-ops", type=_positions, help="original operator indices, e.g. 3,7")
     where.add_argument("--plan", type=Path, help="a fence-plan JSON bound to the model")
+    fence.add_argument(
+        "--backend",
+        choices=("litert", "qemu-m55", "fvp"),
+        help="the backend the fenced model is for: with qemu-m55, a model its module generator refuses is "
+        "refused before anything is written",
+    )
     fence.set_defaults(run=_command_fence)
 
     verify = commands.add_parser("verify-fenced", help="check a fenced model against the fence contract")

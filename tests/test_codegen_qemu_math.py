@@ -109,21 +109,23 @@ def _refusal(tmp_path: Path, model: object) -> str:
     [
         (
             unary_model("LOGISTIC", (2, 3), IN, Quant(1 / 128, 0)),
-            r"\(LOGISTIC\): int8 LOGISTIC: output quantization \(scale 0.0078125, zero point 0\) is not LiteRT's",
+            r"refused forms: LOGISTIC \(op 0 '[^']*': int8 LOGISTIC: output quantization "
+            r"\(scale 0.0078125, zero point 0\) is not LiteRT's",
         ),
         (
             unary_model("HARD_SWISH", (2, 3), Quant(0.5, 0), Quant(0.001, 0)),
-            r"\(HARD_SWISH\): int8 hard swish: output scale 0.001\d* is not above input scale / 128",
+            r"refused forms: HARD_SWISH \(op 0 '[^']*': int8 hard swish: output scale 0.001\d* is not above "
+            r"input scale / 128",
         ),
         (
             squared_difference_model((2, 3), (2, 3), Quant(0.5, 0), Quant(0.5, 0), Quant(1e-5, 0)),
-            r"\(SQUARED_DIFFERENCE\): int8 squared difference: output scale",
+            r"refused forms: SQUARED_DIFFERENCE \(op 0 '[^']*': int8 squared difference: output scale",
         ),
         (
             binary_s16_model(
                 "add", (2, 3), (2, 3), Quant(2**-10, 0), Quant(2**-10, 0), Quant(2**-9, 0), pot_scale=True
             ),
-            r"\(ADD\): int16 ADD with power-of-two scales \(pot_scale_int16\) has no kernel",
+            r"refused forms: ADD \(op 0 '[^']*': int16 ADD with power-of-two scales \(pot_scale_int16\) has no kernel",
         ),
     ],
     ids=["logistic-output-scale", "hard-swish-output-scale", "squared-difference-output-scale", "add-s16-pot"],

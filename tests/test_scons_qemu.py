@@ -7,6 +7,7 @@ serves the library and the ELFs to a second checkout."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -138,3 +139,29 @@ def test_another_platform_with_qemu_is_a_configuration_error(tmp_path: Path) -> 
     result = run_scons(project(tmp_path / "project", pipelines))
     assert result.returncode != 0
     assert "backend qemu-m55 runs on platform mps3_an547, and platform 'apollo510_evb' was given" in output_of(result)
+
+
+def _sines() -> object:
+    """Two float SIN operators: a type heliabuild has no kernel for."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from heliabuild.synth.builder import GraphBuilder
+
+    builder = GraphBuilder()
+    x, y, z = (builder.activation(name, (1, 8), "float32") for name in ("x", "sin", "sin_again"))
+    builder.operator(schema.BuiltinOperator.SIN, [x], [y])
+    builder.operator(schema.BuiltinOperator.SIN, [y], [z])
+    return builder.finish([x], [z], description="two SIN", name="sines", dynamic_batch=False)
+
+
+def test_a_model_the_module_generator_refuses_fails_before_the_first_stage(tmp_path: Path) -> None:
+    folder = project(tmp_path / "project", {"q": {"model": "sines.tflite", "fences": [0], "backend": "qemu-m55"}})
+    save_model(_sines(), folder / "sines.tflite")  # type: ignore[arg-type]
+    result = run_scons(folder, "-j2")
+    assert result.returncode != 0
+    message = "sines.tflite: the module generator refuses 2 of 2 operators: no kernel for SIN x2 (ops 0 '0:sin', 1)"
+    assert message in output_of(result)
+    stages = {match.group(1) for match in re.finditer(r"^heliabuild: \[\d+/\d+\] (\S+) ", output_of(result), re.M)}
+    assert stages == {"admission"}, output_of(result)
+    assert not (folder / "build" / "q" / "q_fenced.tflite").exists()
+    assert not (folder / "build" / "q" / "q_admission.json").exists()

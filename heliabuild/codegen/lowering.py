@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from heliabuild.aot.facts import FENCE_OPERATOR, OperatorFacts, TensorFacts, model_facts
+from heliabuild.codegen.refusals import ModuleRefusal, summary, supported_hint
 from heliabuild.errors import HeliaError
 from heliabuild.fence.contract import ELEMENT_BYTES, TYPE_NAMES
 from heliabuild.kernels import contracts_native, int8, int8_math, int8_spatial, int16
@@ -36,6 +37,15 @@ ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
 class CodegenError(HeliaError):
     """A model or plan the module generator cannot honour; the message names the operator or unit."""
+
+
+class ModelRefusedError(CodegenError):
+    """Operators without a kernel or in a form no kernel takes: `refusals` lists each one, the message groups
+    them by type (heliabuild.codegen.refusals.summary)."""
+
+    def __init__(self, message: str, refusals: Sequence[ModuleRefusal], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.refusals = tuple(refusals)
 
 
 @dataclass(frozen=True)
@@ -973,6 +983,24 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
 }
 """Operator type -> lowering; every other type is refused at admission (unless lower_model's `extra` has it)."""
 
+_INT8 = "int8"
+FORMS: dict[str, str] = {
+    **dict.fromkeys(("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D"), _INT8),
+    **dict.fromkeys(("ADD", "MUL"), "int8 and int16 (16x8)"),
+    **dict.fromkeys(("SOFTMAX", "PAD", "CONCATENATION"), _INT8),
+    "RESHAPE": "any dtype",
+    "QUANTIZE": "float32 to int8",
+    "DEQUANTIZE": "int8 to float32",
+    **dict.fromkeys(contracts.comparisons.OPERATORS, "int32"),
+    "SELECT_V2": "int32 values",
+    **dict.fromkeys(("DIV", "NEG"), "float32 and float16"),
+    "SQUARED_DIFFERENCE": "int8, float32 and float16",
+    **dict.fromkeys((*_ELEMENT_WISE_S8, "L2_NORMALIZATION", "LOG_SOFTMAX", "BATCH_MATMUL", "TRANSPOSE_CONV"), _INT8),
+    **dict.fromkeys(("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"), _INT8),
+    FENCE_OPERATOR: "fences",
+}
+"""The forms each type of _LOWERINGS admits, as the refusal hint lists them (a test keeps the keys equal)."""
+
 
 Lowering = Callable[[OperatorFacts, Model], KernelCall]
 
@@ -992,10 +1020,15 @@ def _state_operators(model: Model) -> list[str]:
 
 
 def lower_model(
-    model: Model, source: str = "model", *, extra: Mapping[str, Lowering] | None = None
+    model: Model,
+    source: str = "model",
+    *,
+    extra: Mapping[str, Lowering] | None = None,
+    extra_forms: Mapping[str, str] | None = None,
 ) -> list[KernelCall]:
-    """One KernelCall per operator of subgraph 0, in execution order; CodegenError naming every refused operator.
-    `extra` admits further operator types (a target's own: heliabuild.codegen.npu for an Ethos-U)."""
+    """One KernelCall per operator of subgraph 0, in execution order; ModelRefusedError grouping every refused
+    operator (heliabuild.codegen.refusals), its hint listing the forms admitted. `extra` admits further
+    operator types (a target's own: heliabuild.codegen.npu for an Ethos-U), `extra_forms` states their forms."""
     state = _state_operators(model)
     if state:
         raise CodegenError(
@@ -1009,29 +1042,27 @@ def lower_model(
     facts = model_facts(model)
     if not facts:
         raise CodegenError(f"{source}: the model has no operator to generate code for")
+    table = {**_LOWERINGS, **(extra or {})}
     calls: list[KernelCall] = []
-    refusals: list[str] = []
+    refused: list[ModuleRefusal] = []
     for op in facts:
-        lowering = (extra or {}).get(op.op_type, _LOWERINGS.get(op.op_type))
+        lowering = table.get(op.op_type)
         if lowering is None:
-            refusals.append(f"{op.id} ({op.op_type}): no heliabuild kernel for {op.op_type}")
+            refused.append(ModuleRefusal(op.index, op.id, op.op_type, f"no heliabuild kernel for {op.op_type}", True))
             continue
         variable = next((t for t in (*op.inputs, *op.outputs) if t is not None and t.is_variable), None)
         if variable is not None:
-            refusals.append(f"{op.id} ({op.op_type}): variable tensor {variable.name!r} (state) is not supported")
+            reason = f"variable tensor {variable.name!r} (state) is not supported"
+            refused.append(ModuleRefusal(op.index, op.id, op.op_type, reason))
             continue
         try:
             calls.append(lowering(op, model))
         except (_Refusal, int8.Int8KernelError) as refusal:
             reason = refusal.reason if isinstance(refusal, _Refusal) else refusal.message
-            refusals.append(f"{op.id} ({op.op_type}): {reason}")
-    if refusals:
-        count = len(refusals)
-        raise CodegenError(
-            f"{source}: the module generator refuses {count} operator{'s' if count != 1 else ''}: "
-            + "; ".join(refusals),
-            hint="the qemu-m55 backend runs CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, MUL, AVERAGE_POOL_2D, "
-            "MAX_POOL_2D, RESHAPE, SOFTMAX, PAD, CONCATENATION, QUANTIZE, DEQUANTIZE, the INT32 comparisons, "
-            "SELECT_V2, float DIV, NEG and SQUARED_DIFFERENCE, and ETHOS_U_STREAM_SPLIT fences (docs/firmware.md)",
+            refused.append(ModuleRefusal(op.index, op.id, op.op_type, reason))
+    if refused:
+        forms = {**FORMS, **(extra_forms or {})}
+        raise ModelRefusedError(
+            f"{source}: the module generator {summary(refused, len(facts))}", refused, hint=supported_hint(forms)
         )
     return calls

@@ -59,3 +59,4 @@ def lower_ethos_u(op: OperatorFacts, model: Model) -> KernelCall:
 
 
 NPU_LOWERINGS: dict[str, Lowering] = {NPU_OPERATOR: lower_ethos_u}
+NPU_FORMS: dict[str, str] = {NPU_OPERATOR: "Vela's command streams"}

@@ -378,6 +378,70 @@ def softmax_params(input_scale: float, beta: float = 1.0) -> SoftmaxParams:
     return SoftmaxParams(multiplier, shift, -radius)
 
 
+@dataclass(frozen=True)
+class RequantizeParams:
+    """Standalone RELU / RELU6 / RELU_N1_TO_1 and int8 -> int8 QUANTIZE (helia_requantize_s8_args)."""
+
+    input_zero_point: int
+    output_zero_point: int
+    multiplier: int
+    shift: int
+    act_min: int
+    act_max: int
+
+
+def requantize_params(input_quant: Quant, output_quant: Quant, activation: str = "NONE") -> RequantizeParams:
+    """The multiplier of input_scale / output_scale and the activation's bounds, as LiteRT prepares them: the
+    RELU family divides the float32 scales in float32 (ReluPrepare), QUANTIZE (activation NONE) in double."""
+    if activation == "NONE":
+        ratio = float(input_quant.scale) / float(output_quant.scale)
+    else:
+        ratio = float(np.float32(input_quant.scale) / np.float32(output_quant.scale))
+    multiplier, shift = quantize_multiplier(ratio)
+    low, high = activation_range(activation, output_quant)
+    return RequantizeParams(input_quant.zero_point, output_quant.zero_point, multiplier, shift, low, high)
+
+
+@dataclass(frozen=True)
+class MeanParams:
+    """MEAN (helia_mean_s8_args without the pointers): the input as [outer, reduced, inner]."""
+
+    output_shape: tuple[int, ...]
+    outer: int
+    reduced: int
+    inner: int
+    input_zero_point: int
+    output_zero_point: int
+    multiplier: int
+    shift: int
+
+
+def mean_params(
+    input_shape: Sequence[int], axes: Sequence[int], keep_dims: bool, input_quant: Quant, output_quant: Quant
+) -> MeanParams:
+    """LiteRT's int8 MEAN preparation: the quantized multiplier of double(in_scale) / double(out_scale), with
+    1/n (n the count reduced per output) folded in: k = min(floor(log2 n), 32, 31 + shift), multiplier =
+    (multiplier << k) // n, shift - k. The axes (negative ones counted from the end, repeats ignored, as LiteRT
+    resolves them) must be a contiguous run; Int8KernelError otherwise."""
+    shape = tuple(int(d) for d in input_shape)
+    rank = len(shape)
+    raw = [int(a) for a in axes]
+    if not raw or any(not -rank <= a < rank for a in raw):
+        raise Int8KernelError(f"int8 mean: axes {raw} are not a nonempty list of axes of a rank {rank} input")
+    resolved = sorted({a % rank for a in raw})
+    if resolved != list(range(resolved[0], resolved[-1] + 1)):
+        raise Int8KernelError(f"int8 mean: axes {raw} are not contiguous; the kernel reduces one run of axes")
+    first, last = resolved[0], resolved[-1]
+    kept = [1 if first <= a <= last else d for a, d in enumerate(shape) if keep_dims or not first <= a <= last]
+    reduced = math.prod(shape[first : last + 1])
+    multiplier, shift = quantize_multiplier(float(input_quant.scale) / float(output_quant.scale))
+    fold = min(reduced.bit_length() - 1, 32, 31 + shift)
+    return MeanParams(
+        tuple(kept), math.prod(shape[:first]), reduced, math.prod(shape[last + 1 :]),
+        input_quant.zero_point, output_quant.zero_point, (multiplier << fold) // reduced, shift - fold,
+    )  # fmt: skip
+
+
 # ---- ctypes -------------------------------------------------------------------------------------
 
 _I8 = ctypes.POINTER(ctypes.c_int8)
@@ -450,6 +514,20 @@ class SoftmaxArgs(ctypes.Structure):
     ]  # fmt: skip
 
 
+class RequantizeArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("output", _I8),
+        *_fields("count", "input_zero_point", "output_zero_point", "multiplier", "shift", "act_min", "act_max"),
+    ]  # fmt: skip
+
+
+class MeanArgs(ctypes.Structure):
+    _fields_ = [
+        ("input", _I8), ("output", _I8),
+        *_fields("outer", "reduced", "inner", "input_zero_point", "output_zero_point", "multiplier", "shift"),
+    ]  # fmt: skip
+
+
 def _pointer(array: np.ndarray | None, kind: type) -> object:
     if array is None:
         return ctypes.cast(None, kind)
@@ -498,6 +576,12 @@ class Int8Kernels:
         "helia_quantize_f32_s8": ([_F32, _I8, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
         "helia_dequantize_s8_f32": ([_I8, _F32, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
         "helia_softmax_s8": ([ctypes.POINTER(SoftmaxArgs)], ctypes.c_int),
+        "helia_requantize_s8": ([ctypes.POINTER(RequantizeArgs)], ctypes.c_int),
+        "helia_mean_s8": ([ctypes.POINTER(MeanArgs)], ctypes.c_int),
+        **dict.fromkeys(
+            ("helia_sub_s8", "helia_maximum_s8", "helia_minimum_s8", "helia_prelu_s8"),
+            ([ctypes.POINTER(BinaryArgs)], ctypes.c_int),
+        ),
         "helia_ops_mbqm_double": ([ctypes.c_int32] * 3, ctypes.c_int32),
         "helia_ops_mbqm_single": ([ctypes.c_int32] * 3, ctypes.c_int32),
     }
@@ -578,7 +662,8 @@ class Int8Kernels:
         return out
 
     def binary(self, kind: str, params: BinaryParams, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-        """`kind` 'add' or 'mul', NumPy broadcasting over rank <= 6."""
+        """`kind` 'add', 'mul', 'sub' (add_params), 'maximum' or 'minimum' (raw codes: any params), NumPy
+        broadcasting over rank <= 6."""
         a, b = _c_array(input1, "int8"), _c_array(input2, "int8")
         shape = np.broadcast_shapes(a.shape, b.shape)
         rank = max(len(shape), 1)
@@ -660,4 +745,26 @@ class Int8Kernels:
             params.input_multiplier, params.input_left_shift, params.diff_min,
         )  # fmt: skip
         self._call("helia_softmax_s8", args, arrays=(x, out))
+        return out
+
+    def requantize(self, params: RequantizeParams, input: np.ndarray) -> np.ndarray:
+        """Standalone RELU / RELU6 / RELU_N1_TO_1, or int8 -> int8 QUANTIZE (activation NONE)."""
+        x = _c_array(input, "int8")
+        out = np.zeros(x.shape, np.int8)
+        args = RequantizeArgs(
+            _pointer(x, _I8), _pointer(out, _I8), x.size, params.input_zero_point, params.output_zero_point,
+            params.multiplier, params.shift, params.act_min, params.act_max,
+        )  # fmt: skip
+        self._call("helia_requantize_s8", args, arrays=(x, out))
+        return out
+
+    def mean(self, params: MeanParams, input: np.ndarray) -> np.ndarray:
+        """MEAN over the run of axes `params` was derived for."""
+        x = _c_array(input, "int8")
+        out = np.zeros(params.output_shape, np.int8)
+        args = MeanArgs(
+            _pointer(x, _I8), _pointer(out, _I8), params.outer, params.reduced, params.inner,
+            params.input_zero_point, params.output_zero_point, params.multiplier, params.shift,
+        )  # fmt: skip
+        self._call("helia_mean_s8", args, arrays=(x, out))
         return out

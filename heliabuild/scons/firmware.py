@@ -49,6 +49,7 @@ FIRMWARE_DIR = "HELIA_FIRMWARE_DIR"
 FIRMWARE_TARGET = "HELIA_FIRMWARE_TARGET"
 PREFIX = "HELIA_FIRMWARE_PREFIX"
 FIRMWARE_COMSTR = "HELIA_FIRMWARECOMSTR"
+ADMISSION_COMSTR = "HELIA_ADMISSIONCOMSTR"
 COMPILE_COMSTR = "HELIA_FIRMWARECCCOMSTR"
 LINK_COMSTR = "HELIA_FIRMWARELINKCOMSTR"
 
@@ -56,6 +57,7 @@ DEFAULTS: dict[str, object] = {
     FIRMWARE_DIR: "#build/heliabuild-firmware",
     FIRMWARE_TARGET: "mps3_an547",
     FIRMWARE_COMSTR: stage_comstr(FIRMWARE_STAGE),
+    ADMISSION_COMSTR: stage_comstr("admission"),
     COMPILE_COMSTR: "heliabuild: firmware-cc $TARGET",
     LINK_COMSTR: "heliabuild: firmware-link $TARGET",
 }
@@ -307,3 +309,29 @@ def module_action(target: list[Node], source: list[Node], env: Environment) -> i
 def module_builder() -> Builder:
     """A new HeliaFirmwareModule builder (module docstring)."""
     return Builder(action=stage_action(module_action, FIRMWARE_COMSTR, [PREFIX]), emitter=module_emitter)
+
+
+ADMISSION_BUILDER_NAME = "HeliaModuleAdmission"
+ADMISSION_SUFFIX = "_admission.json"
+
+
+def admission_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Refuse the model the module generator would refuse (heliabuild.codegen.module.check_admission); on
+    success write `<name>_admission.json`: the model's SHA-256 and its operator count."""
+    from heliabuild.codegen.module import check_admission
+    from heliabuild.files import write_json
+    from heliabuild.model.io import load_model, model_sha256
+
+    try:
+        check_admission(source[0].get_abspath())
+        loaded = load_model(source[0].get_abspath())
+    except HeliaError as error:
+        return stage_failed(error, target)
+    operators = len(loaded.subgraphs[0].operators or [])
+    write_json(target[0].get_abspath(), {"model_sha256": model_sha256(loaded), "operators": operators})
+    return 0
+
+
+def admission_builder() -> Builder:
+    """A new HeliaModuleAdmission builder: one model in, `<name>_admission.json` out (admission_action)."""
+    return Builder(action=stage_action(admission_action, ADMISSION_COMSTR))

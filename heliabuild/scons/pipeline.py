@@ -547,9 +547,14 @@ def helia_pipeline(
     for stage in STAGES:
         if stage.applies(request):
             built[stage.name] = list(stage.build(env, request, built))
+    checks: list[Node] = []
+    if _on_qemu(request):
+        # The module generator's refusal before the first stage runs, not after fence and aot-plan.
+        checks = env.HeliaModuleAdmission(request.build_dir.File(f"{name}{firmware.ADMISSION_SUFFIX}"), request.model)
+        env.Requires(next(iter(built.values())), checks)
     for stage_name, nodes in built.items():
         env.Alias(f"{name}-{stage_name}", nodes)
-    alias = env.Alias(name, [node for nodes in built.values() for node in nodes])[0]
+    alias = env.Alias(name, [*checks, *(node for nodes in built.values() for node in nodes)])[0]
     if "fence" in built:
         env.Alias(FENCED_MODEL_ALIAS, built["fence"])
     summary.register(name, built["run"][0])

@@ -37,6 +37,7 @@ from heliabuild.scons import (
 BUILDERS = {
     aot.BUILDER_NAME: aot.aot_builder,
     firmware.MODULE_BUILDER_NAME: firmware.module_builder,
+    firmware.ADMISSION_BUILDER_NAME: firmware.admission_builder,
     fence.BUILDER_NAME: fence.fence_builder,
     plan.BUILDER_NAME: plan.plan_builder,
     runner.RUNNER_BUILDER_NAME: runner.runner_builder,

@@ -14,7 +14,9 @@ from heliabuild.errors import HeliaError
 from heliabuild.model.io import Model
 from heliabuild.synth.families import mobilenet_v3_block, transformer_block, unet_decoder
 from heliabuild.synth.large import large_model
+from heliabuild.synth.mobilenet import mobilenet_v2_network
 from heliabuild.synth.networks import chain_network, int8_network, residual_network
+from heliabuild.synth.recurrent import gru_network
 from heliabuild.synth.single_op import SINGLE_OPS, default_shapes, single_op_model
 from heliabuild.synth.stateful import counter_model
 
@@ -71,6 +73,16 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "CONV_2D, DEPTHWISE_CONV_2D, ADD, AVERAGE_POOL_2D, RESHAPE, FULLY_CONNECTED, SOFTMAX",
         partial(int8_network, depth=None, residual=None),
     ),
+    "mobilenet_v2": (
+        "int8 MobileNetV2 [1,32,32,3]: inverted residual blocks (1x1 CONV_2D RELU6, PAD + stride-2 DEPTHWISE, "
+        "residual ADD) -> MEAN (global average pooling) -> FULLY_CONNECTED -> SOFTMAX (23 ops)",
+        mobilenet_v2_network,
+    ),
+    "gru": (
+        "int8 unrolled GRU [1,8,8] -> UNPACK, per step FULLY_CONNECTED x2, SPLIT, STRIDED_SLICE x3, LOGISTIC x2, "
+        "TANH, SUB, MUL, ADD (137 ops, as the converter emits keras GRU(unroll=True))",
+        gru_network,
+    ),
     "counter": (
         "float32 stateful model: a CALL_ONCE init subgraph sets a resource variable to 0, each invoke adds 1 "
         "and returns x + counter + bias (for the acquisition lifecycle: carry keeps the state)",
@@ -111,6 +123,7 @@ KINDS: dict[str, str] = {name: description for name, (description, _build) in _B
 SEEDED_KINDS: frozenset[str] = frozenset(
     {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"}
     | {"mobilenet_v3_block", "transformer", "unet_decoder"}
+    | {"gru", "mobilenet_v2"}
 )
 
 

@@ -66,8 +66,19 @@ class QTensor:
         return self.centred() * self.quant.scale
 
 
-def _activation(relu: bool) -> int:
+def _activation(relu: bool, relu6: bool = False) -> int:
+    if relu6:
+        return schema.ActivationFunctionType.RELU6
     return schema.ActivationFunctionType.RELU if relu else schema.ActivationFunctionType.NONE
+
+
+def _activated(real: np.ndarray, relu: bool, relu6: bool) -> tuple[np.ndarray, str]:
+    """The fused activation applied to a layer's real values, and the converter's name suffix for it."""
+    if relu6:
+        return np.clip(real, 0, 6), "Relu6"
+    if relu:
+        return np.maximum(real, 0), "Relu"
+    return real, "BiasAdd"
 
 
 def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int, int]:
@@ -178,8 +189,9 @@ class Int8Graph:
         padding: str = "SAME",
         relu: bool = True,
         gain: float = 1.0,
+        relu6: bool = False,
     ) -> QTensor:
-        """CONV_2D with per-channel weights [O,KH,KW,I] and int32 bias.
+        """CONV_2D with per-channel weights [O,KH,KW,I] and int32 bias; `relu6` fuses RELU6 instead of RELU.
 
         Weights are He-normal times `gain` (below 1 keeps long residual chains bounded).
         """
@@ -197,13 +209,12 @@ class Int8Graph:
         patches = windows.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, fan_in)
         accumulator = patches @ q_w.reshape(filters, fan_in).T + q_b
         real = (accumulator * acc_scale).reshape(n, oh, ow, filters)
-        if relu:
-            real = np.maximum(real, 0)
-        y = self._calibrated(f"{layer}/{'Relu' if relu else 'BiasAdd'}", shape, real)
+        real, suffix = _activated(real, relu, relu6)
+        y = self._calibrated(f"{layer}/{suffix}", shape, real)
         options = schema.Conv2DOptionsT()
         options.padding = _PADDING[padding]
         options.strideH = options.strideW = stride
-        options.fusedActivationFunction = _activation(relu)
+        options.fusedActivationFunction = _activation(relu, relu6)
         self.builder.operator(OP.CONV_2D, [x.index, w_index, b_index], [y.index], options, VERSIONS[OP.CONV_2D])
         return y
 
@@ -214,8 +225,9 @@ class Int8Graph:
         stride: int = 1,
         padding: str = "SAME",
         relu: bool = True,
+        relu6: bool = False,
     ) -> QTensor:
-        """DEPTHWISE_CONV_2D (multiplier 1) with per-channel weights [1,KH,KW,C]."""
+        """DEPTHWISE_CONV_2D (multiplier 1) with per-channel weights [1,KH,KW,C]; `relu6` fuses RELU6."""
         _n, h, w, c = x.shape
         kh, kw = kernel
         shape = (1, _output_size(h, kh, stride, padding), _output_size(w, kw, stride, padding), c)
@@ -226,15 +238,13 @@ class Int8Graph:
         w_index, b_index, q_w, q_b, acc_scale = self._weights_and_bias(layer, weights, 3, x)
         windows = _windows(x.centred(), kernel, stride, padding)
         accumulator = np.einsum("nhwcij,ijc->nhwc", windows, q_w[0]) + q_b
-        real = accumulator * acc_scale
-        if relu:
-            real = np.maximum(real, 0)
-        y = self._calibrated(f"{layer}/{'Relu' if relu else 'BiasAdd'}", shape, real)
+        real, suffix = _activated(accumulator * acc_scale, relu, relu6)
+        y = self._calibrated(f"{layer}/{suffix}", shape, real)
         options = schema.DepthwiseConv2DOptionsT()
         options.padding = _PADDING[padding]
         options.strideH = options.strideW = stride
         options.depthMultiplier = 1
-        options.fusedActivationFunction = _activation(relu)
+        options.fusedActivationFunction = _activation(relu, relu6)
         self.builder.operator(
             OP.DEPTHWISE_CONV_2D, [x.index, w_index, b_index], [y.index], options, VERSIONS[OP.DEPTHWISE_CONV_2D]
         )

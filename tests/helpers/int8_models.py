@@ -32,6 +32,11 @@ PADDING_CODES = {"SAME": schema.Padding.SAME, "VALID": schema.Padding.VALID}
 
 def run_reference(model: Model, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Invoke `model` in LiteRT with the reference kernels (BUILTIN_REF) and return output 0."""
+    return run_all(model, inputs)[0]
+
+
+def run_all(model: Model, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Every output of `model` run by LiteRT's reference kernels (BUILTIN_REF)."""
     interpreter = Interpreter(
         model_content=bytes(serialize(model)), experimental_op_resolver_type=OpResolverType.BUILTIN_REF
     )
@@ -39,7 +44,7 @@ def run_reference(model: Model, inputs: Sequence[np.ndarray]) -> np.ndarray:
     for detail, array in zip(interpreter.get_input_details(), inputs, strict=True):
         interpreter.set_tensor(detail["index"], np.ascontiguousarray(array))
     interpreter.invoke()
-    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).copy()
+    return [interpreter.get_tensor(detail["index"]).copy() for detail in interpreter.get_output_details()]
 
 
 def _q(quant: Quant) -> schema.QuantizationParametersT:
@@ -225,3 +230,69 @@ def softmax_model(shape: Sequence[int], input_quant: Quant, beta: float = 1.0) -
     options.beta = beta
     builder.operator(OP.SOFTMAX, [x], [y], options, version=2)
     return _finish(builder, [x], y, "softmax")
+
+
+UNARY_CODES = {"RELU": OP.RELU, "RELU6": OP.RELU6, "RELU_N1_TO_1": OP.RELU_N1_TO_1, "QUANTIZE": OP.QUANTIZE}
+
+
+def requantize_model(kind: str, shape: Sequence[int], input_quant: Quant, output_quant: Quant) -> Model:
+    """One standalone RELU, RELU6 or RELU_N1_TO_1, or an int8 -> int8 QUANTIZE (`kind`)."""
+    builder = GraphBuilder()
+    x = builder.activation("input", shape, "int8", _q(input_quant))
+    y = builder.activation("output", shape, "int8", _q(output_quant))
+    options = schema.QuantizeOptionsT() if kind == "QUANTIZE" else None
+    builder.operator(UNARY_CODES[kind], [x], [y], options, version=1 if kind == "RELU_N1_TO_1" else 2)
+    return _finish(builder, [x], y, kind.lower())
+
+
+def reshape_like_model(kind: str, input_shape: Sequence[int], output_shape: Sequence[int], quant: Quant) -> Model:
+    """One SQUEEZE (squeezing every axis of extent 1 the output drops) or EXPAND_DIMS (a constant axis)."""
+    builder = GraphBuilder()
+    x = builder.activation("input", input_shape, "int8", _q(quant))
+    y = builder.activation("output", output_shape, "int8", _q(quant))
+    if kind == "SQUEEZE":
+        options = schema.SqueezeOptionsT()
+        options.squeezeDims = [a for a, d in enumerate(input_shape) if d == 1][: len(input_shape) - len(output_shape)]
+        builder.operator(OP.SQUEEZE, [x], [y], options, version=1)
+    else:
+        axis = next((a for a in range(len(output_shape)) if output_shape[a] == 1), 0)
+        builder.operator(OP.EXPAND_DIMS, [x, builder.constant("axis", np.array([axis], np.int32))], [y], version=1)
+    return _finish(builder, [x], y, kind.lower())
+
+
+def mean_model(
+    input_shape: Sequence[int],
+    axes: Sequence[int],
+    keep_dims: bool,
+    input_quant: Quant,
+    output_quant: Quant,
+    output_shape: Sequence[int],
+) -> Model:
+    """One int8 MEAN over constant `axes`."""
+    builder = GraphBuilder()
+    x = builder.activation("input", input_shape, "int8", _q(input_quant))
+    axis = builder.constant("axes", np.array(list(axes), np.int32))
+    y = builder.activation("output", output_shape, "int8", _q(output_quant))
+    options = schema.ReducerOptionsT()
+    options.keepDims = keep_dims
+    builder.operator(OP.MEAN, [x, axis], [y], options, version=2)
+    return _finish(builder, [x], y, "mean")
+
+
+def broadcast_model(
+    kind: str, shape1: Sequence[int], shape2: Sequence[int], quant1: Quant, quant2: Quant, output_quant: Quant,
+    activation: str = "NONE",
+) -> Model:  # fmt: skip
+    """One int8 SUB (with its fused activation), MAXIMUM or MINIMUM (`kind`) of two broadcasting inputs."""
+    builder = GraphBuilder()
+    a = builder.activation("input1", shape1, "int8", _q(quant1))
+    b = builder.activation("input2", shape2, "int8", _q(quant2))
+    y = builder.activation("output", np.broadcast_shapes(tuple(shape1), tuple(shape2)), "int8", _q(output_quant))
+    if kind == "sub":
+        options = schema.SubOptionsT()
+        options.fusedActivationFunction = ACTIVATION_CODES[activation]
+        builder.operator(OP.SUB, [a, b], [y], options, version=2)
+    else:
+        code = OP.MAXIMUM if kind == "maximum" else OP.MINIMUM
+        builder.operator(code, [a, b], [y], schema.MaximumMinimumOptionsT(), version=2)
+    return _finish(builder, [a, b], y, kind)

@@ -196,6 +196,121 @@ typedef struct helia_softmax_s8_args {
 helia_status helia_softmax_s8_check(const helia_softmax_s8_args *args);
 helia_status helia_softmax_s8(const helia_softmax_s8_args *args);
 
+/* ---- int8 requantization: RELU, RELU6, RELU_N1_TO_1 and int8 -> int8 QUANTIZE (ops_unary.c) ------- */
+typedef struct helia_requantize_s8_args {
+    const int8_t *input;
+    int8_t *output;              /* may be exactly the input */
+    int32_t count;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t multiplier;          /* input_scale / output_scale as a quantized multiplier */
+    int32_t shift;
+    int32_t act_min;             /* the activation's bounds; QUANTIZE: -128, 127 */
+    int32_t act_max;
+} helia_requantize_s8_args;
+
+helia_status helia_requantize_s8_check(const helia_requantize_s8_args *args);
+helia_status helia_requantize_s8_run(const helia_requantize_s8_args *args);
+helia_status helia_requantize_s8(const helia_requantize_s8_args *args);
+
+/* ---- SUB (ADD's multipliers), MAXIMUM and MINIMUM (raw codes) on helia_binary_s8_args (ops_binary.c) -- */
+helia_status helia_sub_s8_check(const helia_binary_s8_args *args);
+helia_status helia_sub_s8_run(const helia_binary_s8_args *args);
+helia_status helia_sub_s8(const helia_binary_s8_args *args);
+helia_status helia_maximum_s8_check(const helia_binary_s8_args *args);
+helia_status helia_maximum_s8_run(const helia_binary_s8_args *args);
+helia_status helia_maximum_s8(const helia_binary_s8_args *args);
+helia_status helia_minimum_s8_check(const helia_binary_s8_args *args);
+helia_status helia_minimum_s8_run(const helia_binary_s8_args *args);
+helia_status helia_minimum_s8(const helia_binary_s8_args *args);
+
+/* ---- MEAN over a contiguous run of axes (ops_data.c) -------------------------------------------- */
+typedef struct helia_mean_s8_args {
+    const int8_t *input;         /* [outer, reduced, inner] */
+    int8_t *output;              /* [outer, inner] */
+    int32_t outer;
+    int32_t reduced;
+    int32_t inner;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t multiplier;          /* in_scale / (out_scale x reduced) (heliabuild.kernels.int8.mean_params): */
+    int32_t shift;               /* 0..2^31 - 1 (may be below 2^30), shift -31..30 */
+} helia_mean_s8_args;
+
+helia_status helia_mean_s8_check(const helia_mean_s8_args *args);
+helia_status helia_mean_s8_run(const helia_mean_s8_args *args);
+helia_status helia_mean_s8(const helia_mean_s8_args *args);
+
+/* ---- index copy: output[i0..ik] = input[sum_k maps_k[i_k] x input_strides[k]] (ops_data.c) ---------- */
+typedef struct helia_index_copy_args {
+    const void *input;
+    void *output;                /* must not overlap the input */
+    size_t element_size;         /* 1, 2, 4 or 8 */
+    int32_t input_count;         /* the input's elements: every read is checked to lie below it */
+    int32_t rank;                /* 1..HELIA_OPS_MAX_RANK */
+    int32_t output_dims[HELIA_OPS_MAX_RANK];
+    int32_t input_strides[HELIA_OPS_MAX_RANK];  /* in elements, >= 0, per output axis */
+    const int32_t *maps;         /* output_dims[0] entries for axis 0, then axis 1, ...; each >= 0 */
+} helia_index_copy_args;
+
+helia_status helia_index_copy_check(const helia_index_copy_args *args);
+helia_status helia_index_copy_run(const helia_index_copy_args *args);
+helia_status helia_index_copy(const helia_index_copy_args *args);
+
+/* ---- SPLIT, SPLIT_V, UNPACK: the input [outer, sum of axis_extents, inner] into output_count pieces ---- */
+typedef struct helia_split_args {
+    const void *input;
+    const void *const *outputs;  /* [output_count] written (the generated tables are const), none overlapping */
+    const int32_t *axis_extents; /* [output_count] */
+    size_t element_size;
+    int32_t output_count;
+    int32_t outer;
+    int32_t inner;
+} helia_split_args;
+
+helia_status helia_split_check(const helia_split_args *args);
+helia_status helia_split_run(const helia_split_args *args);
+helia_status helia_split(const helia_split_args *args);
+
+/* ---- LEAKY_RELU (ops_unary.c) and PRELU (ops_binary.c, input2 the alpha tensor, broadcast) --------- */
+typedef struct helia_leaky_relu_s8_args {
+    const int8_t *input;
+    int8_t *output;              /* may be exactly the input */
+    int32_t count;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t identity_multiplier; /* in_scale / out_scale */
+    int32_t identity_shift;
+    int32_t alpha_multiplier;    /* in_scale x alpha / out_scale */
+    int32_t alpha_shift;
+} helia_leaky_relu_s8_args;
+
+helia_status helia_leaky_relu_s8_check(const helia_leaky_relu_s8_args *args);
+helia_status helia_leaky_relu_s8_run(const helia_leaky_relu_s8_args *args);
+helia_status helia_leaky_relu_s8(const helia_leaky_relu_s8_args *args);
+/* PRELU: input1_multiplier/shift rescale x >= zp1, output_multiplier/shift the alpha product. */
+helia_status helia_prelu_s8_check(const helia_binary_s8_args *args);
+helia_status helia_prelu_s8_run(const helia_binary_s8_args *args);
+helia_status helia_prelu_s8(const helia_binary_s8_args *args);
+
+/* ---- ARG_MAX, ARG_MIN over the axis of [outer, axis_extent, inner] (ops_data.c) -------------------- */
+#define HELIA_ARG_MAX 0
+#define HELIA_ARG_MIN 1
+
+typedef struct helia_arg_s8_args {
+    const int8_t *input;
+    void *output;                /* [outer, inner] int32 or int64 indices */
+    int32_t outer;
+    int32_t axis_extent;
+    int32_t inner;
+    int32_t kind;                /* HELIA_ARG_MAX or HELIA_ARG_MIN */
+    int32_t index_bytes;         /* 4 (int32 output) or 8 (int64) */
+} helia_arg_s8_args;
+
+helia_status helia_arg_s8_check(const helia_arg_s8_args *args);
+helia_status helia_arg_s8_run(const helia_arg_s8_args *args);
+helia_status helia_arg_s8(const helia_arg_s8_args *args);
+
 /* ==== LUT and arithmetic-heavy int8 kernels (ops_lut.c, ops_arith.c; docs/kernels.md, "LUT and
  * arithmetic-heavy int8 kernels"). Every one has `_check` (validates, touches no data), `_run` (the
  * computation, trusting the check) and the combined entry (check, then run). ========================== */

@@ -1,0 +1,77 @@
+"""Issue 22 part A's kernels (ops_unary.c, ops_binary.c, ops_data.c) under AddressSanitizer and UBSan: the
+random cases of tests/test_codegen_data_ops.py (buffers of exactly the tensors' sizes) through a sanitized
+build and the regular host build, byte for byte alike, with no report. Splits, whose outputs are several, are
+driven here directly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_codegen_data_ops import REPLAYED
+from test_kernels_int8_sanitizers import ROOT, SOURCES, _runtime
+
+from heliabuild.kernels.native import build_native
+
+DRIVER = """
+import ctypes, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+import test_codegen_data_ops as cases
+from heliabuild.kernels.data_movement import DataKernels
+from heliabuild.kernels.int8 import Int8Kernels
+
+# LiteRT is not under test here: the cases' references are stubbed out.
+cases.run_reference = lambda model, inputs: None
+cases.run_all = lambda model, inputs: [None]
+sanitized = Int8Kernels(ctypes.CDLL({library!r}))
+regular = Int8Kernels(ctypes.CDLL({regular!r}))
+outputs = {{}}
+sanitized.recorder = lambda call: outputs.__setitem__("sanitized", call.arrays[-1])
+regular.recorder = lambda call: outputs.__setitem__("regular", call.arrays[-1])
+count = 0
+for kind, case in cases.REPLAYED.items():
+    for number in range(40):
+        case(sanitized, np.random.default_rng([number, 1]), kind)
+        case(regular, np.random.default_rng([number, 1]), kind)
+        assert outputs["sanitized"].tobytes() == outputs["regular"].tobytes(), (kind, number)
+        count += 1
+rng = np.random.default_rng(3)
+split = DataKernels(sanitized.library)
+for number in range(100):
+    shape = tuple(int(v) for v in rng.integers(1, 5, size=int(rng.integers(1, 5))))
+    x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    axis = int(rng.integers(len(shape)))
+    cuts = sorted(set(int(v) for v in rng.integers(1, shape[axis] + 1, size=2)) - {{shape[axis]}})
+    extents = [b - a for a, b in zip([0, *cuts], [*cuts, shape[axis]])]
+    parts = split.split(x, axis, extents)
+    assert np.concatenate(parts, axis=axis).tobytes() == x.tobytes()
+    count += 1
+print("sanitized cases:", count)
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or sys.platform != "linux", reason="needs gcc's sanitizers on Linux")
+def test_part_a_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
+    asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
+    if asan is None or ubsan is None:
+        pytest.skip("gcc has no libasan/libubsan here")
+    library = tmp_path / "libheliaops_sanitized.so"
+    flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
+    flags += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]
+    subprocess.run(["gcc", *flags, *map(str, SOURCES), "-o", str(library)], check=True)
+    regular = build_native(tmp_path / "regular", "host")
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        DRIVER.format(tests=str(ROOT / "tests"), library=str(library), regular=str(regular)), encoding="utf-8"
+    )
+    environment = dict(os.environ, LD_PRELOAD=f"{asan}:{ubsan}", PYTHONMALLOC="malloc", ASAN_OPTIONS="detect_leaks=0")
+    run = subprocess.run(
+        [sys.executable, str(driver)], capture_output=True, text=True, env=environment, cwd=ROOT, check=False
+    )
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    assert f"sanitized cases: {len(REPLAYED) * 40 + 100}" in run.stdout
