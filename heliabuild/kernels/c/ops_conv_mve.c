@@ -67,18 +67,26 @@ static inline channel_block block_of(const int32_t *bias, const int32_t *weight_
     return block;
 }
 
-/* Requantize the four sums `acc` of `block` (its offset added here) and store the active lanes at out[index].
- * Always inlined with a constant `rounding`, so each call site compiles one rounding. */
-static inline __attribute__((always_inline)) void store_block(int8_t *out, int32x4_t acc, const channel_block *block,
-                                                             int rounding, int32_t output_zero_point, int32_t act_min,
-                                                             int32_t act_max)
+/* The four sums `acc` of `block` (its offset added here) requantized and clamped. Always inlined with a constant
+ * `rounding`, so each call site compiles one rounding. */
+static inline __attribute__((always_inline)) int32x4_t requantize_block(int32x4_t acc, const channel_block *block,
+                                                                       int rounding, int32_t output_zero_point,
+                                                                       int32_t act_min, int32_t act_max)
 {
     const int32x4_t value = vaddq_s32(acc, block->offset);
     int32x4_t scaled = rounding == ROUND_SINGLE ? helia_mbqm_single_x4(value, block->multiplier, block->shift)
                                                 : helia_mbqm_double_x4(value, block->multiplier, block->shift);
     scaled = vaddq_n_s32(scaled, output_zero_point);
-    scaled = vminq_s32(vmaxq_s32(scaled, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
-    vstrbq_scatter_offset_p_s32(out, block->index, scaled, block->lanes);
+    return vminq_s32(vmaxq_s32(scaled, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+}
+
+/* requantize_block, stored at out[index] for the active lanes. */
+static inline __attribute__((always_inline)) void store_block(int8_t *out, int32x4_t acc, const channel_block *block,
+                                                             int rounding, int32_t output_zero_point, int32_t act_min,
+                                                             int32_t act_max)
+{
+    vstrbq_scatter_offset_p_s32(
+        out, block->index, requantize_block(acc, block, rounding, output_zero_point, act_min, act_max), block->lanes);
 }
 
 /* ---- matrix-vector product: FULLY_CONNECTED, 1x1 and im2col CONV_2D ------------------------------ */
@@ -401,14 +409,14 @@ void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args)
         const int32_t count = channels - c < 16 ? channels - c : 16;
         const int blocks = count > 8 ? 4 : 2;
         channel_block block[4];
-        int32x4_t border_offset[4]; /* bias alone: a border pixel subtracts the zero point per tap */
+        int32x4_t border_delta[4]; /* + zp * weight sum: a border pixel subtracts the zero point per tap instead */
         for (k = 0; k < blocks; ++k) {
             const int32_t first = c + 8 * (k / 2);
             block[k] = block_of(args->bias, args->weight_sums, args->multipliers, args->shifts, args->quant_count,
                                 args->input_zero_point, first, channels, k % 2 == 0 ? even : odd, 1);
-            border_offset[k] = args->bias != NULL
-                                   ? vldrwq_gather_shifted_offset_z_s32(args->bias + first, block[k].index, block[k].lanes)
-                                   : vdupq_n_s32(0);
+            border_delta[k] = vmulq_n_s32(
+                vldrwq_gather_shifted_offset_z_s32(args->weight_sums + first, block[k].index, block[k].lanes),
+                args->input_zero_point);
         }
         for (b = 0; b < args->batches; ++b) {
             for (oy = 0; oy < args->output_h; ++oy) {
@@ -448,11 +456,19 @@ void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args)
                     } else {
                         depthwise_taps(&w, 0, args->input_zero_point, 16, acc);
                     }
-                    for (k = 0; k < blocks; ++k) {
-                        const int32x4_t sums = border ? vaddq_s32(acc[k], vsubq_s32(border_offset[k], block[k].offset))
-                                                      : acc[k];
-                        store_block(out + 8 * (k / 2), sums, &block[k], ROUND_DOUBLE, args->output_zero_point,
-                                    args->act_min, args->act_max);
+                    /* Each eight channels: the even and odd lanes requantized, interleaved back into channel order
+                     * (VMOVNB, VMOVNT) and stored as eight bytes. */
+                    for (k = 0; k < blocks; k += 2) {
+                        const int32_t left = count - 4 * k;
+                        const int32x4_t e = border ? vaddq_s32(acc[k], border_delta[k]) : acc[k];
+                        const int32x4_t o = border ? vaddq_s32(acc[k + 1], border_delta[k + 1]) : acc[k + 1];
+                        const int16x8_t both = vmovntq_s32(
+                            vmovnbq_s32(vdupq_n_s16(0), requantize_block(e, &block[k], ROUND_DOUBLE,
+                                                                         args->output_zero_point, args->act_min,
+                                                                         args->act_max)),
+                            requantize_block(o, &block[k + 1], ROUND_DOUBLE, args->output_zero_point, args->act_min,
+                                             args->act_max));
+                        vstrbq_p_s16(out + 4 * k, both, vctp16q((uint32_t)(left < 8 ? left : 8)));
                     }
                 }
             }
