@@ -132,6 +132,24 @@ def case_depthwise_conv2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarra
     return _conv(k, rng, True)
 
 
+def case_depthwise_conv2d_wide(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """More channels than the MVE body holds in one pass (64), a small window: every pass and its tail."""
+    channels = int(rng.integers(60, 140))
+    x = _codes(rng, (1, int(rng.integers(1, 5)), int(rng.integers(1, 5)), channels))
+    w = _codes(rng, (1, 3, 3, channels), -127)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=channels)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
+    iq, oq, act = _quant(rng), _quant(rng, 1e-3, 2.0), _activation(rng)
+    params = int8.conv_params(x.shape, w.shape, iq, scales, oq, padding="SAME", activation=act, depthwise=True)
+    model = conv_model(
+        x.shape, w, scales, bias, iq, oq, params.output_shape, stride=(1, 1), dilation=(1, 1), padding="SAME",
+        activation=act, depthwise=True,
+    )  # fmt: skip
+    expected = run_reference(model, [x])
+    k.conv(params, x, w, bias)
+    return expected
+
+
 def _binary(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
     shape = tuple(int(v) for v in rng.integers(1, 5, size=int(rng.integers(1, 5))))
     other = tuple(1 if rng.integers(3) == 0 else d for d in shape)[int(rng.integers(len(shape))) :]

@@ -394,6 +394,10 @@ static inline __attribute__((always_inline)) void depthwise_taps(const window *w
     acc[3] = a3;
 }
 
+/* Channels whose requantization one pass holds (four blocks of sixteen): the window of a pixel is found once
+ * per pass, and the constants take about 1.5 KiB of stack. */
+#define DEPTHWISE_GROUP 64
+
 void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args)
 {
     const int32_t channels = args->output_c;
@@ -402,16 +406,21 @@ void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args)
     int32_t b;
     int32_t oy;
     int32_t ox;
+    int32_t g;
     int32_t c;
     int k;
-    /* Sixteen channels outside, pixels inside: each block's requantization is loaded once per layer. */
-    for (c = 0; c < channels; c += 16) {
-        const int32_t count = channels - c < 16 ? channels - c : 16;
-        const int blocks = count > 8 ? 4 : 2;
-        channel_block block[4];
-        int32x4_t border_delta[4]; /* + zp * weight sum: a border pixel subtracts the zero point per tap instead */
-        for (k = 0; k < blocks; ++k) {
-            const int32_t first = c + 8 * (k / 2);
+    window w;
+    w.input_row = args->dilation_h * args->input_w * channels;
+    w.input_column = args->dilation_w * channels;
+    w.filter_row = args->filter_w * channels;
+    w.channels = channels;
+    /* Up to 64 channels outside, pixels inside: each block's requantization is loaded once per layer. */
+    for (g = 0; g < channels; g += DEPTHWISE_GROUP) {
+        const int32_t group = channels - g < DEPTHWISE_GROUP ? channels - g : DEPTHWISE_GROUP;
+        channel_block block[DEPTHWISE_GROUP / 4];
+        int32x4_t border_delta[DEPTHWISE_GROUP / 4]; /* + zp * weight sum: a border pixel subtracts zp per tap */
+        for (k = 0; 8 * (k / 2) < group; ++k) {
+            const int32_t first = g + 8 * (k / 2);
             block[k] = block_of(args->bias, args->weight_sums, args->multipliers, args->shifts, args->quant_count,
                                 args->input_zero_point, first, channels, k % 2 == 0 ? even : odd, 1);
             border_delta[k] = vmulq_n_s32(
@@ -427,48 +436,51 @@ void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args)
                 for (ox = 0; ox < args->output_w; ++ox) {
                     const int32_t origin_x = ox * args->stride_w - args->pad_left;
                     int8_t *out = args->output + (((size_t)b * (size_t)args->output_h + (size_t)oy) *
-                                                      (size_t)args->output_w + (size_t)ox) * (size_t)channels + c;
+                                                      (size_t)args->output_w + (size_t)ox) * (size_t)channels + g;
                     int32_t fx0;
                     int32_t fx1;
                     int border;
-                    int32x4_t acc[4];
-                    window w;
                     tap_range(origin_x, args->dilation_w, args->filter_w, args->input_w, &fx0, &fx1);
                     border = fy0 != 0 || fy1 != args->filter_h || fx0 != 0 || fx1 != args->filter_w;
                     w.rows = fy1 - fy0;
                     w.columns = fx1 - fx0;
-                    w.input_row = args->dilation_h * args->input_w * channels;
-                    w.input_column = args->dilation_w * channels;
-                    w.filter_row = args->filter_w * channels;
-                    w.channels = channels;
-                    w.input = args->input + c;
-                    w.filter = args->filter + c;
+                    w.input = args->input + g;
+                    w.filter = args->filter + g;
                     if (w.rows > 0 && w.columns > 0) { /* else no tap is inside and the loops read nothing */
                         w.input += (((size_t)b * (size_t)args->input_h + (size_t)(origin_y + fy0 * args->dilation_h)) *
                                         (size_t)args->input_w + (size_t)(origin_x + fx0 * args->dilation_w)) *
                                    (size_t)channels;
                         w.filter += ((size_t)fy0 * (size_t)args->filter_w + (size_t)fx0) * (size_t)channels;
                     }
-                    if (count < 16) {
-                        depthwise_taps(&w, border, args->input_zero_point, count, acc);
-                    } else if (border) {
-                        depthwise_taps(&w, 1, args->input_zero_point, 16, acc);
-                    } else {
-                        depthwise_taps(&w, 0, args->input_zero_point, 16, acc);
-                    }
-                    /* Each eight channels: the even and odd lanes requantized, interleaved back into channel order
-                     * (VMOVNB, VMOVNT) and stored as eight bytes. */
-                    for (k = 0; k < blocks; k += 2) {
-                        const int32_t left = count - 4 * k;
-                        const int32x4_t e = border ? vaddq_s32(acc[k], border_delta[k]) : acc[k];
-                        const int32x4_t o = border ? vaddq_s32(acc[k + 1], border_delta[k + 1]) : acc[k + 1];
-                        const int16x8_t both = vmovntq_s32(
-                            vmovnbq_s32(vdupq_n_s16(0), requantize_block(e, &block[k], ROUND_DOUBLE,
-                                                                         args->output_zero_point, args->act_min,
-                                                                         args->act_max)),
-                            requantize_block(o, &block[k + 1], ROUND_DOUBLE, args->output_zero_point, args->act_min,
-                                             args->act_max));
-                        vstrbq_p_s16(out + 4 * k, both, vctp16q((uint32_t)(left < 8 ? left : 8)));
+                    for (c = 0; c < group; c += 16) {
+                        const int32_t count = group - c < 16 ? group - c : 16;
+                        const channel_block *at = &block[c / 4];
+                        const int32x4_t *delta = &border_delta[c / 4];
+                        int32x4_t acc[4];
+                        window part = w;
+                        part.input += c;
+                        part.filter += c;
+                        if (count < 16) {
+                            depthwise_taps(&part, border, args->input_zero_point, count, acc);
+                        } else if (border) {
+                            depthwise_taps(&part, 1, args->input_zero_point, 16, acc);
+                        } else {
+                            depthwise_taps(&part, 0, args->input_zero_point, 16, acc);
+                        }
+                        /* Each eight channels: the even and odd lanes requantized, interleaved back into channel
+                         * order (VMOVNB, VMOVNT) and stored as eight bytes. */
+                        for (k = 0; k < 4 && 4 * k < count; k += 2) {
+                            const int32_t left = count - 4 * k;
+                            const int32x4_t e = border ? vaddq_s32(acc[k], delta[k]) : acc[k];
+                            const int32x4_t o = border ? vaddq_s32(acc[k + 1], delta[k + 1]) : acc[k + 1];
+                            const int16x8_t both = vmovntq_s32(
+                                vmovnbq_s32(vdupq_n_s16(0), requantize_block(e, &at[k], ROUND_DOUBLE,
+                                                                             args->output_zero_point, args->act_min,
+                                                                             args->act_max)),
+                                requantize_block(o, &at[k + 1], ROUND_DOUBLE, args->output_zero_point, args->act_min,
+                                                 args->act_max));
+                            vstrbq_p_s16(out + c + 4 * k, both, vctp16q((uint32_t)(left < 8 ? left : 8)));
+                        }
                     }
                 }
             }
