@@ -112,6 +112,10 @@ def test_each_layer_calls_the_entry_its_plan_names(kws_path: Path, tmp_path: Pat
     assert kernels[0]["plan_entry"] == "arm_convolve_s8" and kernels[0]["run"] == "helia_conv2d_s8_run"
     assert kernels[1]["run"] == "helia_depthwise_conv2d_s8_run" and kernels[11]["run"] == "helia_fully_connected_s8_run"
     assert kernels[10]["plan_entry"] is None and kernels[10]["plan_entry_honoured"] is None
+    # The weight sums are constants beside each call: four bytes per output channel.
+    assert [kernels[i]["weight_sums_bytes"] for i in (0, 1, 2, 11)] == [4 * 64, 4 * 64, 4 * 64, 4 * 12]
+    assert kernels[9]["weight_sums_bytes"] == 0 and kernels[2]["scratch_bytes"] == 0
+    assert kernels[0]["scratch_bytes"] == 40
     # The generic convolution's im2col row is planned in the arena, live at its operator only; the 1x1 has none.
     assert report["scratch"] == [{"operator": 0, "bytes": 10 * 4 * 1, "offset": report["arena"]["offsets"]["scratch0"]}]
     assert report["arena"]["bytes"] <= 1.1 * report["arena"]["peak_live_bytes"]

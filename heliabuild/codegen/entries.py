@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from heliabuild.aot.records import OptimizationPlan
-from heliabuild.codegen.lowering import KernelCall
+from heliabuild.codegen.lowering import IntArray, KernelCall
 
 PLAN_ENTRIES: dict[str, str] = {
     "arm_convolve_1x1_s8_fast": "helia_conv2d_1x1_s8",
@@ -52,6 +52,10 @@ class EntryChoice:
     equivalent: bool | None
     """Whether the call is on the plan entry's heliabuild equivalent; None when the plan names no entry."""
     note: str | None
+    scratch_bytes: int
+    """The call's scratch buffer in the arena (layout.json's `scratch` gives its offset)."""
+    weight_sums_bytes: int
+    """The call's weight sums, a constant table beside the call (0 without one)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -64,6 +68,8 @@ class EntryChoice:
             "run": self.run,
             "plan_entry_honoured": self.equivalent,
             "note": self.note,
+            "scratch_bytes": self.scratch_bytes,
+            "weight_sums_bytes": self.weight_sums_bytes,
         }
 
 
@@ -125,6 +131,8 @@ def choose_entries(calls: Sequence[KernelCall], plan: OptimizationPlan) -> tuple
                 call.run,
                 None if plan_entry is None else wanted is not None and _kernel(call) == wanted,
                 note,
+                call.scratch_bytes,
+                sum(4 * len(f.values) for name, f in call.fields if name == "weight_sums" and isinstance(f, IntArray)),
             )
         )
         chosen.append(call)
