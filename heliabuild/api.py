@@ -18,7 +18,7 @@ from typing import Any
 
 from heliabuild.results.bundle import Sample
 from heliabuild.results.reader import Result, load_result
-from heliabuild.results.receipt import AOT_INITIALIZATION, INTERPRETER_RUNTIMES, RECEIPT_PATH
+from heliabuild.results.receipt import AOT_INITIALIZATION, RECEIPT_PATH
 from heliabuild.results.statistics import Statistics
 
 __all__ = [
@@ -35,11 +35,8 @@ __all__ = [
 
 EXTENSION = "helia-estimator"
 
-# The host backend (litert) reports Vela's per-segment estimate as its cycles, not NPU counters.
-_HOST_COUNTER_SCOPE = "vela_estimate"
-_NPU_COUNTER_SCOPE = "npu_callbacks"
-_TARGET_RUNTIMES = frozenset({"tflm"})
-"""Interpreters that run on a target and count NPU callbacks (the fvp backend's prebuilt runner)."""
+COUNTED = ("cycles", "instructions")
+"""The counters whose scope is a run's `counter_scope`, in order: NPU cycles (FVP), instructions (QEMU)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,9 @@ class AcquisitionFacts:
     first_invoke_initializer: bool
     first_invoke_window: str
     instance_boundary: str
-    counter_scope: str
+    counter_scope: str | None
+    """What the run's counters count, from the result's `scopes` (heliabuild.results.scopes): `npu_callbacks`
+    on an FVP, `qemu_icount` on qemu-m55, None on the host, which counts nothing."""
     cpu_timing_scope: str
 
     def to_json(self) -> dict[str, Any]:
@@ -81,6 +80,7 @@ def acquisition_facts(result: Result) -> AcquisitionFacts | None:
         first_invoke_initializer = False
     else:
         first_invoke_initializer = bool(receipt.call_once_present)
+    scopes = result.document.get("scopes") or {}
     return AcquisitionFacts(
         state=receipt.state,
         warmup_invokes=receipt.warmup_invokes,
@@ -91,9 +91,7 @@ def acquisition_facts(result: Result) -> AcquisitionFacts | None:
         first_invoke_initializer=first_invoke_initializer,
         first_invoke_window="warmup" if receipt.warmup_invokes > 0 else "measured",
         instance_boundary="boot",
-        counter_scope=_HOST_COUNTER_SCOPE
-        if result.runtime in INTERPRETER_RUNTIMES - _TARGET_RUNTIMES
-        else _NPU_COUNTER_SCOPE,
+        counter_scope=next((scopes[name] for name in COUNTED if scopes.get(name)), None),
         cpu_timing_scope="invoke_only",
     )
 

@@ -1,8 +1,9 @@
 """The `heliabuild` command.
 
-Exit status: 0 on success, 2 for bad input or configuration (one line on
-stderr, nothing written), 1 for an internal fault (and for a regression `compare --max-regression`
-finds), 130 when interrupted.
+Exit status (docs/cli.md, "Exit statuses"): 0 on success, 1 for an internal fault (an uncaught exception),
+2 for bad input or configuration (one line on stderr, nothing written), 3 when a run's outputs differ from
+its verification reference by more than the policy's bound (nothing published), 4 when `compare
+--max-regression` finds a regression, 130 when interrupted.
 Every command refuses an output path that is, contains or (for a folder read
 whole, such as a result bundle) lies inside one of its inputs
 (heliabuild.paths.check_outputs), before it writes anything.
@@ -19,11 +20,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from heliabuild import __version__
-from heliabuild.errors import HeliaError
+from heliabuild.errors import HeliaError, VerificationError
 from heliabuild.paths import check_outputs
 
+EXIT_INTERNAL_FAULT = 1  # Python's own status for an uncaught exception
 EXIT_BAD_INPUT = 2
-EXIT_REGRESSION = 1  # compare --max-regression found a figure that regressed by more than the limit
+EXIT_VERIFICATION = 3  # a run's outputs differ from the reference by more than the policy's bound
+EXIT_REGRESSION = 4  # compare --max-regression found a figure that regressed by more than the limit
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
@@ -308,6 +311,7 @@ def _command_run(args: argparse.Namespace) -> int:
     before the bundle is published, and an earlier bundle at RESULT_DIR is kept as RESULT_DIR.previous."""
     from heliabuild.results.bundle import check_publish_target, previous_path
     from heliabuild.results.reader import load_result
+    from heliabuild.results.verdict import input_source, verdict
     from heliabuild.runner.lifecycle import run_runner
 
     runner_folder = args.runner if args.runner.is_dir() else args.runner.parent
@@ -324,6 +328,11 @@ def _command_run(args: argparse.Namespace) -> int:
         print(
             f"heliabuild: {args.command} receipt: {receipt.state}, {receipt.warmup_invokes} warmup, "
             f"{receipt.measured_invokes} measured"
+        )
+        identity = result.document["run_identity"]
+        print(
+            f"heliabuild: {args.command} verification: {verdict(identity, result.samples).text()}; "
+            f"inputs: {input_source(identity)}"
         )
     return 0
 
@@ -360,6 +369,20 @@ def _command_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_module(args: argparse.Namespace) -> int:
+    from heliabuild.module.export import export_module
+    from heliabuild.module.layouts import DEFAULT_LAYOUT, LAYOUT_VARIABLE
+
+    layout = args.layout or os.environ.get(LAYOUT_VARIABLE) or DEFAULT_LAYOUT
+    export = export_module(
+        args.model, args.plan, args.output, layout=layout, prefix=args.prefix, arena_section=args.arena_section
+    )
+    files = export.manifest["files"]
+    assert isinstance(files, dict)
+    print(f"heliabuild: module {export.folder} ({export.layout}, {len(files) + 1} files)")
+    return 0
+
+
 def _command_ops(args: argparse.Namespace) -> int:
     from heliabuild.vela.ops_table import format_table, operator_table
 
@@ -368,7 +391,7 @@ def _command_ops(args: argparse.Namespace) -> int:
 
 
 def _command_compare(args: argparse.Namespace) -> int:
-    """The comparison on stdout; exit 1 (EXIT_REGRESSION) when --max-regression finds a regression."""
+    """The comparison on stdout; exit EXIT_REGRESSION when --max-regression finds a regression."""
     from heliabuild.results.compare import compare, format_comparison
 
     comparison = compare(args.base, args.new, force=args.force, max_regression=args.max_regression)
@@ -594,6 +617,26 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.set_defaults(run=_command_export)
 
+    module = commands.add_parser(
+        "module",
+        help="export a model and its AOT plan as a self-contained C module folder a firmware links (docs/module.md)",
+    )
+    module.add_argument("model", type=Path, metavar="MODEL", help="the .tflite model (fenced or not) the plan is of")
+    module.add_argument("plan", type=Path, metavar="PLAN", help="its <prefix>_plan.json")
+    module.add_argument("-o", "--output", type=Path, required=True, metavar="OUTDIR", help="the module folder")
+    module.add_argument(
+        "--layout",
+        choices=("plain", "cmake", "zephyr", "cmsis-pack"),
+        help="the build files to add (default: $HELIA_MODULE_LAYOUT, else plain)",
+    )
+    module.add_argument("--prefix", help="the C prefix of the module's symbols (default: the plan's module prefix)")
+    module.add_argument(
+        "--arena-section",
+        metavar="NAME",
+        help="define the arena in this linker section (default: the caller defines <prefix>_model_arena)",
+    )
+    module.set_defaults(run=_command_module)
+
     ops = commands.add_parser("ops", help="list a model's operators (and Vela's estimate of each) to choose fences")
     ops.add_argument("model", type=Path, metavar="MODEL", help="the .tflite model, fenced or not")
     ops.add_argument(
@@ -620,7 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-regression",
         type=_percent,
         metavar="PERCENT",
-        help="exit 1 when an estimate or a measured median grew by more than PERCENT",
+        help=f"exit {EXIT_REGRESSION} when an estimate or a measured median grew by more than PERCENT",
     )
     compare.set_defaults(run=_command_compare)
     return parser
@@ -662,7 +705,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HeliaError as error:
         hint = f" (hint: {error.hint})" if error.hint else ""
         print(f"heliabuild: error: {error.message}{hint}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return EXIT_VERIFICATION if isinstance(error, VerificationError) else EXIT_BAD_INPUT
     except OSError as error:
         # An output the user named cannot be written (a folder, no permission, disk full).
         where = error.filename2 if error.filename2 is not None else error.filename

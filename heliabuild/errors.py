@@ -104,6 +104,11 @@ class RunnerError(HeliaError):
     or a model the host backend cannot cut into segments."""
 
 
+class VerificationError(RunnerError):
+    """A run whose outputs differ from the verification reference by more than the policy's bound (docs/runner.md,
+    "Verification"): the measurement is sound but refused, so the CLI gives it an exit status of its own."""
+
+
 class FirmwareError(HeliaError):
     """A firmware that cannot be built or run, or whose output the host cannot trust: a missing toolchain or
     QEMU, a fault, a timeout, a non-zero exit, or a record stream that is malformed, incomplete or tampered."""

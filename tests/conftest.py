@@ -101,6 +101,20 @@ def require_firmware_tools() -> None:
             pytest.skip(f"{tool} is not on PATH (Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)")
 
 
+def require_prebuilt_runner() -> None:
+    """Skip (fail under CI, whose .ci/run installs it) when mlia-ethos-u, which ships Arm's prebuilt runner, is
+    missing."""
+    import importlib.metadata
+    import os
+
+    try:
+        importlib.metadata.distribution("mlia-ethos-u")
+    except importlib.metadata.PackageNotFoundError:
+        if os.environ.get("CI"):
+            pytest.fail("mlia-ethos-u is not installed under CI; .ci/run installs it")
+        pytest.skip("mlia-ethos-u is not installed (pip install heliabuild[fvp]); .ci/run installs it")
+
+
 @pytest.fixture(scope="session")
 def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Cortex-M55 firmware library (kernels + harness), built once for the whole session."""
@@ -134,6 +148,16 @@ def firmware_build(request: pytest.FixtureRequest) -> FirmwareLibrary:
     if request.param == "mve":
         return FirmwareLibrary(request.getfixturevalue("firmware_library"), True)
     return FirmwareLibrary(request.getfixturevalue("firmware_library_nomve"), False)
+
+
+@pytest.fixture(scope="session")
+def host_kernel_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The build folder of the host kernel library (heliabuild.kernels.native), built once for the session."""
+    from heliabuild.kernels.native import load_host_library
+
+    folder = tmp_path_factory.mktemp("heliakernels-host")
+    load_host_library(folder)
+    return folder
 
 
 def fake_fvp_folder(folder: Path) -> Path:

@@ -19,7 +19,7 @@ from heliabuild.synth import chain_network
 from heliabuild.vela import compile
 
 COMMANDS = ("fence", "verify-fenced", "unfence", "synth", "vela", "plan-fences", "aot-plan", "runner", "run")
-COMMANDS += ("run-build", "show", "export", "ops", "compare")
+COMMANDS += ("run-build", "show", "export", "module", "ops", "compare")
 
 
 def test_bare_heliabuild_lists_its_commands(cli) -> None:

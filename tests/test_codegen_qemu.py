@@ -195,11 +195,11 @@ def test_an_unsupported_operator_is_refused_naming_it(tmp_path: Path) -> None:
 
     builder = GraphBuilder()
     x, y = builder.activation("x", (2, 3), "float32"), builder.activation("y", (2, 3), "float32")
-    builder.operator(schema.BuiltinOperator.LOGISTIC, [x], [y])
-    source = tmp_path / "logistic.tflite"
-    save_model(builder.finish([x], [y], description="one LOGISTIC", name="logistic", dynamic_batch=False), source)
+    builder.operator(schema.BuiltinOperator.GELU, [x], [y])
+    source = tmp_path / "gelu.tflite"
+    save_model(builder.finish([x], [y], description="one GELU", name="gelu", dynamic_batch=False), source)
     write_plan(source, tmp_path, "net", PLATFORM)
-    with pytest.raises(CodegenError, match=r"refuses 1 operator: .* \(LOGISTIC\): no heliabuild kernel for LOGISTIC"):
+    with pytest.raises(CodegenError, match=r"refuses 1 operator: .* \(GELU\): no heliabuild kernel for GELU"):
         generate_module(source, tmp_path / "net_plan.json", "net", tmp_path / "gen")
     assert not (tmp_path / "gen").exists()
 

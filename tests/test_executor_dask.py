@@ -9,7 +9,6 @@ each."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import fake_fvp_folder, require_firmware_tools
+from conftest import fake_fvp_folder, require_firmware_tools, require_prebuilt_runner
 from helpers.dask_cluster import Cluster, running_cluster
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons, scons_command
 
@@ -125,10 +124,7 @@ def vela_folders(build: Path) -> list[str]:
 
 
 def require_mlia() -> None:
-    try:
-        importlib.metadata.distribution("mlia-ethos-u")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("mlia-ethos-u is not installed (pip install heliabuild[fvp]): no fvp runner to build")
+    require_prebuilt_runner()
 
 
 @pytest.fixture(scope="module")

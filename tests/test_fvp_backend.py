@@ -11,24 +11,22 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import require_prebuilt_runner
+from helpers.checks import assert_one_line_error
+from helpers.fvp_models import compiled_residual
 
 from heliabuild.api import acquisition_facts, load_result
 from heliabuild.errors import FvpError, RunnerError
-from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.files import sha256_bytes
-from heliabuild.fvp.targets import TARGETS
-from heliabuild.model import serialize
 from heliabuild.runner.freeze import build_runner, load_runner
 from heliabuild.runner.lifecycle import run_runner
 from heliabuild.synth import residual_network
-from heliabuild.vela import compile as vela_compile
 
-try:
-    importlib.metadata.distribution("mlia-ethos-u")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "mlia-ethos-u is not installed (pip install heliabuild[fvp]); .ci/run installs it", allow_module_level=True
-    )
+
+@pytest.fixture(autouse=True)
+def _prebuilt_runner() -> None:
+    require_prebuilt_runner()
+
 
 POLICY = {"defaults": {"fvp": {"acquisition": {"state": "single", "warmup_invokes": 0, "measured_invokes": 1}}}}
 CASES = {  # target choice -> (accelerator, executable)
@@ -39,22 +37,7 @@ CASES = {  # target choice -> (accelerator, executable)
 }
 
 
-_COMPILED: dict[tuple[str, str], dict[str, Path]] = {}
-
-
-def _compiled(tmp_path_factory: pytest.TempPathFactory, accelerator: str) -> dict[str, Path]:
-    """A residual network fenced after operators 1 and 7 (three segments), compiled by Vela for `accelerator`."""
-    key = ("residual", accelerator)
-    if key not in _COMPILED:
-        folder = tmp_path_factory.mktemp(f"fvp-{accelerator}")
-        fenced = rewrite_model_with_fences(bytes(serialize(residual_network(0))), [1, 7])
-        model = folder / "model_fenced.tflite"
-        model.write_bytes(bytes(fenced.fenced_bytes))
-        sidecar = folder / "model_fenced.fenced_boundaries.json"
-        sidecar.write_text(json.dumps(fenced.boundaries.to_json()))
-        vela = vela_compile(model, folder / "vela", accelerator=accelerator)
-        _COMPILED[key] = {"model": model, "sidecar": sidecar, "vela": vela.model, "segments": vela.segments_json}
-    return _COMPILED[key]
+_compiled = compiled_residual
 
 
 def _build(out: Path, inputs: dict[str, Path], **options: object) -> Path:
@@ -70,10 +53,19 @@ def _build(out: Path, inputs: dict[str, Path], **options: object) -> Path:
     )
 
 
+@pytest.mark.parametrize("code_byte", ["1", "0"], ids=["code-byte-after-eot", "no-code-byte"])
 @pytest.mark.parametrize("choice", sorted(CASES))
 def test_good_run_publishes_per_segment_counters(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, choice: str
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    fake_fvp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    choice: str,
+    code_byte: str,
 ) -> None:
+    """The FAKE FVP prints the prebuilt runner's log as the shipped AXF does (tests/helpers/fake_fvp.py), with and
+    without the exit-code byte after EOT."""
+    monkeypatch.setenv("FAKE_FVP_CODE_BYTE", code_byte)
     accelerator, executable = CASES[choice]
     inputs = _compiled(tmp_path_factory, accelerator)
     runner_json = _build(tmp_path / "runner", inputs, fvp_target=choice)
@@ -128,7 +120,7 @@ def test_good_run_publishes_per_segment_counters(
     assert sample.sanity == {"outputs_finite": True, "counter_overflow": False}
     document = json.loads(result_json.read_text())
     assert document["runtime"] == "tflm" and document["scopes"]["cycles"] == "npu_callbacks"
-    assert document["provider_versions"][executable].startswith("Fake ")
+    assert document["provider_versions"][executable] == "11.27.25"  # fake_fvp.VERSION: `Fast Models [11.27.25 (...)]`
     assert document["provider_versions"]["mlia-ethos-u"] == distribution.version
     facts = acquisition_facts(result)
     assert facts is not None and facts.counter_scope == "npu_callbacks"
@@ -143,34 +135,76 @@ def test_good_run_publishes_per_segment_counters(
     assert sum(1 for call in calls if call[1:] != ["--version"]) == 3  # one job per segment
 
 
-@pytest.mark.parametrize(
-    ("scenario", "message"),
-    [
-        ("missing-metric", "lacks NPU ACTIVE"),
-        ("count-mismatch", "holds 2 <metrics> blocks"),
-        ("timeout", "Simulated time has been exceeded (a timeout)"),
-        ("fault", "the runner failed: 'ERROR - HardFault"),
-        ("no-eot", "sent no EOT"),
-        ("cut", "ends mid-line"),
-    ],
-)
-def test_bad_run_publishes_nothing(
+FAULTS = {  # FAKE_FVP_SCENARIO -> (the error's words, whether the reader does not know the log and keeps it)
+    "exit-1": ("segment 0 (FVP_Corstone_SSE-300_Ethos-U55): the FVP exited with status 1 after a complete log", False),
+    "error": ("segment 0 (FVP_Corstone_SSE-300_Ethos-U55): the runner failed: 'ERROR - Inference failed.'", False),
+    "mismatch": ("NPU config mismatch, compiled for 256 MACs, the FVP has 128", False),
+    "no-metrics": ("the runner ended but printed no 'INFO - <metrics>...</metrics>' line", True),
+    "missing-metric": ("<metrics> lacks NPU ACTIVE", True),
+    "count-mismatch": ("the UART log holds 2 <metrics> blocks", False),
+    "garbage": ("the UART log shows no ending heliabuild reads", True),
+    "no-eot": ("the FVP stopped the simulation: CPU time has been exceeded (a time limit)", False),
+    "hang": ("the FVP did not finish within its wall-clock bound and was stopped", False),
+    "cut": ("the UART log holds no EOT (0x04): the firmware did not end", True),
+}
+
+
+def _alive(pids: Path) -> list[int]:
+    alive = []
+    for pid in map(int, pids.read_text().split()):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        alive.append(pid)
+    return alive
+
+
+@pytest.mark.parametrize("scenario", sorted(FAULTS))
+def test_each_fault_is_one_error_nothing_published_nothing_running(
     tmp_path: Path,
     tmp_path_factory: pytest.TempPathFactory,
     fake_fvp: Path,
     monkeypatch: pytest.MonkeyPatch,
     scenario: str,
-    message: str,
 ) -> None:
-    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    """The FAKE FVP prints the prebuilt runner's log (tests/helpers/fake_fvp.py) with one fault each."""
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"), fvp_timelimit_s=1)
     monkeypatch.setenv("FAKE_FVP_SCENARIO", scenario)
+    monkeypatch.setenv("FAKE_FVP_COMPILED_MACS", "256")
+    monkeypatch.setenv("FAKE_FVP_PIDS", str(tmp_path / "pids.txt"))
     with pytest.raises(FvpError) as caught:
-        run_runner(runner_json, tmp_path / "result")
+        run_runner(runner_json, tmp_path / "result", timeout_s=3 if scenario == "hang" else None)
+    message, kept = FAULTS[scenario]
     assert message in caught.value.message
     assert caught.value.message.count("\n") == 0
     assert not (tmp_path / "result").exists()
+    assert _alive(tmp_path / "pids.txt") == []  # every job's process ended, the hanging ones killed
     jobs = [json.loads(line) for line in fake_fvp.read_text().splitlines() if "--data" in line]
     assert len(jobs) == 3 and not any(Path(job[job.index("--data") + 1].rsplit("@", 1)[0]).exists() for job in jobs)
+    folders = sorted(tmp_path.glob("result.failed-*"))
+    if kept:
+        (folder,) = folders
+        (log,) = folder.iterdir()
+        assert caught.value.message.endswith(f"; the UART log is kept in {log}")
+        assert log.name in {f"segment_{k}.uart.log" for k in range(3)} and log.stat().st_size > 0
+        if scenario == "garbage":  # the bytes the FVP wrote, unmodified (fake_fvp: bytes 5..255, then EOT)
+            assert log.read_bytes().startswith(bytes(range(5, 256)) * 4 + b"\x04\x00")
+        else:
+            assert log.read_bytes().startswith(b"INFO - CPU: Cortex-M55 r0p1\r\n")
+    else:
+        assert folders == [] and "kept in" not in caught.value.message
+
+
+def test_a_counter_overflow_publishes_null_counts_flagged(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
+    monkeypatch.setenv("FAKE_FVP_SCENARIO", "overflow")
+    result = load_result(run_runner(runner_json, tmp_path / "result").parent)
+    (sample,) = result.samples
+    assert (sample.cycles, sample.traffic_beats, sample.segment_traffic_beats) == (None, None, None)
+    assert sample.sanity == {"outputs_finite": True, "counter_overflow": True}
 
 
 def test_refused_accelerator_configs(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -249,30 +283,6 @@ def test_cli_runner_and_run(
     assert "corstone-300 runs ethos-u55 or ethos-u65 only" in capsys.readouterr().err
 
 
-def test_the_prebuilt_runner_boots_on_qemu_and_the_adapter_reports_the_missing_npu() -> None:
-    """The real runner file mlia-ethos-u ships for Corstone-300 boots on QEMU's mps3-an547 (Corstone-300's CPU,
-    memory map and UART0, but no Ethos-U) and stops at the NPU's absence; read as an FVP job's UART log (QEMU
-    does not stop on EOT as the FVP does, so the test ends it there), the adapter reports the failure."""
-    from conftest import require_firmware_tools
-    from helpers.qemu_uart import uart_until_eot
-
-    from heliabuild.firmware.qemu import QemuRun
-    from heliabuild.fvp.firmware import prebuilt_runner
-    from heliabuild.fvp.log import read_job
-
-    require_firmware_tools()
-    runner = prebuilt_runner(TARGETS[0])
-    console = uart_until_eot(runner.path)
-    assert "Initialising Ethos-U device@0x58102000" in console  # the NPU address the AOT firmware uses too
-    run = QemuRun(exit_status=0, console=console, timed_out=False, output_overflow=False, diagnostics="")
-    with pytest.raises(FvpError) as error:
-        read_job(run, "ethos-u55", "segment 0 (QEMU mps3-an547)")
-    assert error.value.message == (
-        "segment 0 (QEMU mps3-an547): the runner failed: "
-        "'ERROR - Failed to initialise platform Arm Corstone-300 - AN552'"
-    )
-
-
 def test_runner_is_byte_identical_across_folders(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     inputs = _compiled(tmp_path_factory, "ethos-u55-128")
     first = _build(tmp_path / "one" / "runner", inputs).parent
@@ -339,14 +349,72 @@ def test_an_edited_segment_record_is_refused(
     assert _job_count(fake_fvp) == 0 and not (tmp_path / "result").exists()
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the jobs run one after another by design")
 def test_the_jobs_run_in_parallel(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each fake job waits until two jobs have started: run one after another, the first would never finish."""
+    """Each fake job waits until two jobs have started: run one after another, the first would never finish. The
+    pool is sized by the CPU count (heliabuild.fvp.launch), which is made 4 here so that the test runs on any
+    machine (the waiting jobs need no CPU)."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
     runner_json = _build(tmp_path / "runner", _compiled(tmp_path_factory, "ethos-u55-128"))
     (tmp_path / "started").mkdir()
     monkeypatch.setenv("FAKE_FVP_TOGETHER", f"{tmp_path / 'started'}:2")
     result = load_result(run_runner(runner_json, tmp_path / "result").parent)
     assert len(result.samples[0].cycles["segments"]) == 3  # type: ignore[index]
     assert len(list((tmp_path / "started").iterdir())) == 3
+
+
+CHAINS = {  # --fvp-target -> (Vela's --accelerator-config, the executable)
+    "corstone-300": ("ethos-u55-128", "FVP_Corstone_SSE-300_Ethos-U55"),
+    "corstone-300/ethos-u65-256": ("ethos-u65-256", "FVP_Corstone_SSE-300_Ethos-U65"),
+    "corstone-310": ("ethos-u55-256", "FVP_Corstone_SSE-310"),
+    "corstone-320": ("ethos-u85-256", "FVP_Corstone_SSE-320"),
+}
+
+
+@pytest.mark.parametrize("choice", sorted(CHAINS))
+def test_the_cli_chain_publishes_verified_bundles_with_and_without_the_code_byte(
+    cli, tmp_path: Path, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch, choice: str
+) -> None:
+    """fence, vela, runner --backend fvp, run and show, as a user types them; the FAKE FVP prints the prebuilt
+    runner's log (tests/helpers/fake_fvp.py) with the exit-code byte after EOT, then without it."""
+    from heliabuild.fence import sidecar_path_for
+    from heliabuild.model import save_model
+
+    accelerator, executable = CHAINS[choice]
+    save_model(residual_network(0), tmp_path / "model.tflite")
+    fenced = tmp_path / "model_fenced.tflite"
+    assert cli("fence", tmp_path / "model.tflite", "-o", fenced, "--after-ops", "1,7").code == 0
+    sidecar = sidecar_path_for(fenced)
+    vela = cli("vela", fenced, "-o", tmp_path / "vela", "--accelerator-config", accelerator)
+    assert vela.code == 0, vela.err
+    (tmp_path / "policy.json").write_text(json.dumps(POLICY))
+    runner = cli(
+        "runner", "--model", fenced, "--sidecar", sidecar, "--policy", tmp_path / "policy.json",
+        "--vela-model", next((tmp_path / "vela").glob("*_vela.tflite")),
+        "--segments", next((tmp_path / "vela").glob("*_segments.json")),
+        "--backend", "fvp", "--fvp-target", choice, "-o", tmp_path / "runner",
+    )  # fmt: skip
+    assert runner.code == 0, runner.err
+    section = json.loads((tmp_path / "runner" / "runner.json").read_text())["fvp"]
+    sizes = [entry["bytes"] for entry in section["segments"]]
+    fractions = 4 if accelerator.startswith("ethos-u85") else 3
+    for code_byte in ("1", "0"):
+        monkeypatch.setenv("FAKE_FVP_CODE_BYTE", code_byte)
+        out = tmp_path / f"result-{code_byte}"
+        ran = cli("run", tmp_path / "runner" / "runner.json", "-o", out)
+        assert ran.code == 0, ran.err
+        (sample,) = load_result(out).samples  # the reader verifies the bundle
+        assert sample.cycles == {"total": sum(sizes), "segments": sizes}
+        assert sample.segment_traffic_beats == [sum(size // (k + 2) for k in range(fractions)) for size in sizes]
+        document = json.loads((out / "result.json").read_text())
+        assert document["provider_versions"][executable] == "11.27.25"
+        shown = cli("show", out)
+        assert shown.code == 0 and "segment_traffic_beats.2" in shown.out, shown.err
+    monkeypatch.setenv("FAKE_FVP_SCENARIO", "garbage")  # a log the reader does not know: one error naming it
+    line = assert_one_line_error(
+        cli("run", tmp_path / "runner" / "runner.json", "-o", tmp_path / "failed"), "shows no ending heliabuild reads"
+    )
+    kept = Path(line.rsplit("; the UART log is kept in ", 1)[1])
+    assert kept.is_file() and kept.parent.parent == tmp_path and kept.parent.name.startswith("failed.failed-")
+    assert not (tmp_path / "failed").exists()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import require_firmware_tools
+from helpers.fvp_models import compiled_residual as _compiled
 from helpers.qemu_uart import uart_until_eot
-from test_fvp_backend import _compiled
 
 from heliabuild.aot.stage import write_plan
 from heliabuild.api import acquisition_facts, load_result
@@ -133,8 +133,9 @@ def test_the_firmware_compiles_links_and_runs_its_whole_lifecycle(
         "end",
     ]
     assert stream.records[0].fields[8].hex() == sha256_file(compiled["vela"])  # it runs Vela's model
-    # one command stream per segment, counted in the driver's hooks: 1000 NPU active cycles, 2000+3000+4000 beats
-    assert stream.records[1].fields == (0, 4, *(1, 0, 1000, 2000, 3000, 4000) * 3)
+    # one command stream per segment, counted in the driver's hooks, read by the event each counter was programmed
+    # with (the driver double): NPU_ACTIVE 1000 cycles, then AXI0 read 200, AXI0 write 30 and AXI1 read 4 beats
+    assert stream.records[1].fields == (0, 4, *(1, 0, 1000, 200, 30, 4) * 3)
     assert "Application exit code: 0.\n\x04" in text
 
 
@@ -145,15 +146,19 @@ def replaying(built: tuple[Path, Path], fake_fvp: Path, monkeypatch: pytest.Monk
     return fake_fvp
 
 
+@pytest.mark.parametrize("tag", ["1", "0"], ids=["exitthesim-after-eot", "nothing-after-eot"])
 def test_good_run_on_the_fake_fvp_publishes_per_segment_counters(
-    tmp_path: Path, built: tuple[Path, Path], replaying: Path
+    tmp_path: Path, built: tuple[Path, Path], replaying: Path, monkeypatch: pytest.MonkeyPatch, tag: str
 ) -> None:
+    """The core-platform ending (`Application exit code: 0.`, EOT), with or without the `EXITTHESIM` tag after
+    the EOT (the FVP stops at the EOT and may or may not pass on what follows)."""
+    monkeypatch.setenv("FAKE_FVP_CODE_BYTE", tag)
     runner_json = built[0]
     result_json = run_runner(runner_json, tmp_path / "result")
     result = load_result(result_json.parent)  # the reader verifies the bundle
     assert [s.cycles for s in result.samples] == [{"total": 3000, "segments": [1000, 1000, 1000]}] * 2
-    assert [s.segment_traffic_beats for s in result.samples] == [[9000, 9000, 9000]] * 2
-    assert [s.traffic_beats for s in result.samples] == [27000, 27000]
+    assert [s.segment_traffic_beats for s in result.samples] == [[234, 234, 234]] * 2
+    assert [s.traffic_beats for s in result.samples] == [702, 702]
     assert all(s.sanity == {"outputs_finite": True, "counter_overflow": False} for s in result.samples)
     facts = acquisition_facts(result)
     assert facts is not None
@@ -161,7 +166,7 @@ def test_good_run_on_the_fake_fvp_publishes_per_segment_counters(
     assert facts.initialization == "before_measurement" and facts.counter_scope == "npu_callbacks"
     document = json.loads(result_json.read_text())
     assert document["runtime"] == "aot" and document["scopes"]["cycles"] == "npu_callbacks"
-    assert document["provider_versions"]["FVP_Corstone_SSE-300_Ethos-U55"].startswith("Fake ")
+    assert document["provider_versions"]["FVP_Corstone_SSE-300_Ethos-U55"] == "11.27.25"  # fake_fvp.VERSION
     calls = [json.loads(line) for line in replaying.read_text().splitlines()]
     jobs = [call for call in calls if call[1:] != ["--version"]]
     assert len(jobs) == 1 and "--data" not in jobs[0]  # one job, the whole lifecycle
@@ -174,6 +179,34 @@ def test_bad_checksum_is_one_clear_error_with_nothing_published(
     with pytest.raises(FirmwareError, match=r"line [0-9]+: record fails its checksum"):
         run_runner(built[0], tmp_path / "result")
     assert not (tmp_path / "result").exists()
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message", "kept"),
+    [
+        ("exit-1", "the FVP exited with status 1 after a complete log", False),
+        ("cut", "the UART log holds no EOT (0x04): the firmware did not end", True),
+    ],
+)
+def test_a_failed_aot_job_is_one_error_with_nothing_published(
+    tmp_path: Path,
+    built: tuple[Path, Path],
+    replaying: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    scenario: str,
+    message: str,
+    kept: bool,
+) -> None:
+    monkeypatch.setenv("FAKE_FVP_SCENARIO", scenario)
+    with pytest.raises(FvpError) as caught:
+        run_runner(built[0], tmp_path / "result")
+    assert message in caught.value.message and "\n" not in caught.value.message
+    assert not (tmp_path / "result").exists()
+    logs = list(tmp_path.glob("result.failed-*/firmware.uart.log"))
+    assert len(logs) == int(kept)
+    if kept:
+        assert caught.value.message.endswith(f"; the UART log is kept in {logs[0]}")
+        assert logs[0].read_bytes().startswith(b"@hb1 0 begin ")
 
 
 def _rewritten(records: Path, seq: int, fields: list[int], out: Path) -> Path:

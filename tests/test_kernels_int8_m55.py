@@ -295,6 +295,8 @@ class Emitter:
     """Static C arrays and calls replaying recorded KernelCalls."""
 
     C_TYPES: ClassVar[dict[str, str]] = {"int8": "int8_t", "int32": "int32_t", "float32": "float"}
+    STRUCT_NAMES: ClassVar[dict[type, str]] = STRUCT_TYPES
+    """The C type of each ctypes argument struct (another kernel family's test extends it)."""
 
     def __init__(self) -> None:
         self.declarations: list[str] = []
@@ -328,7 +330,7 @@ class Emitter:
         for argument in call.arguments:
             if isinstance(argument, ctypes.Structure):
                 self.declarations.append(
-                    f"static const {STRUCT_TYPES[type(argument)]} a{index} = {self._struct(argument, names)};"
+                    f"static const {self.STRUCT_NAMES[type(argument)]} a{index} = {self._struct(argument, names)};"
                 )
                 arguments.append(f"&a{index}")
             else:
@@ -421,19 +423,25 @@ class Emitter:
         )
 
 
-def test_every_operator_is_bit_exact_on_the_cortex_m55(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, firmware_build: FirmwareLibrary
+def replay_on_cortex_m55(
+    kernels: Int8Kernels,
+    cases: dict[str, Callable[..., np.ndarray]],
+    emitter: Emitter,
+    folder: Path,
+    library: Path,
+    seed: int,
+    mve: bool = True,
 ) -> None:
+    """Run CASES_PER_OPERATOR seeded cases of every operator on the host (each must equal LiteRT), replay the
+    recorded calls in one firmware on QEMU and require every output to match there too."""
     require_firmware_tools()
     from heliabuild.firmware.build import link_firmware
     from heliabuild.firmware.qemu import run_on_qemu
 
-    kernels = Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_int8")))
     recorded: list[KernelCall] = []
     kernels.recorder = recorded.append
-    emitter = Emitter()
-    rng = np.random.default_rng(20261201)
-    for operator, case in CASES.items():
+    rng = np.random.default_rng(seed)
+    for operator, case in cases.items():
         for _ in range(CASES_PER_OPERATOR):
             recorded.clear()
             expected = case(kernels, rng)
@@ -441,10 +449,18 @@ def test_every_operator_is_bit_exact_on_the_cortex_m55(
             host = call.arrays[-1]
             assert isinstance(host, np.ndarray) and host.tobytes() == expected.tobytes(), operator
             emitter.add(len(emitter.calls), operator, call, expected)
-    source = tmp_path / "int8_cases.c"
+    source = folder / "int8_cases.c"
     source.write_text(emitter.source())
-    elf = link_firmware(firmware_build.path, [source], [], tmp_path / "int8_cases.elf", mve=firmware_build.mve)
+    elf = link_firmware(library, [source], [], folder / "int8_cases.elf", mve=mve)
     run = run_on_qemu(elf, timeout_s=120)
-    total = len(CASES) * CASES_PER_OPERATOR
+    total = len(cases) * CASES_PER_OPERATOR
     assert run.console.strip().splitlines()[-1] == f"helia-int8 OK {total}/{total}", run.console[-2000:]
     assert run.exit_status == 0
+
+
+def test_every_operator_is_bit_exact_on_the_cortex_m55(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, firmware_build: FirmwareLibrary
+) -> None:
+    """From the MVE library (the Helium bodies) and from the +nomve one (the portable bodies)."""
+    kernels = Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_int8")))
+    replay_on_cortex_m55(kernels, CASES, Emitter(), tmp_path, firmware_build.path, 20261201, mve=firmware_build.mve)

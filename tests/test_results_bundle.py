@@ -19,20 +19,25 @@ SHA_A = "a" * 64
 SHA_B = "b" * 64
 
 
-def make_samples(count: int = 3, *, segments: int = 2) -> tuple[list[Sample], list[list[tuple[str, bytes]]]]:
+FVP_SCOPES = {"cycles": "npu_callbacks", "traffic_beats": "npu_callbacks"}
+HOST_SCOPES = {"latency_s": "host_wall_clock", "segment_latency_s": "host_wall_clock"}
+
+
+def make_samples(
+    count: int = 3, *, segments: int = 2, backend: str = "fvp"
+) -> tuple[list[Sample], list[list[tuple[str, bytes]]]]:
+    """Samples as `backend` measures them (heliabuild.results.scopes): NPU cycles and beats on fvp, host time on
+    litert."""
     samples, outputs = [], []
     for i in range(count):
         out = [("Identity:0", bytes([i, 1, 2, 3])), ("logits/out", bytes([9 - i] * 5))]
         per_segment = [100 + 10 * k for k in range(segments)]
-        samples.append(
-            Sample(
-                index=i,
-                cycles={"total": sum(per_segment), "segments": per_segment},
-                latency_s=0.001 * (i + 1) + 1e-7,
-                sanity={"outputs_finite": True},
-                signatures=signatures_of(out),
-            )
+        figures: dict[str, Any] = (
+            {"cycles": {"total": sum(per_segment), "segments": per_segment}, "traffic_beats": 4000 + i}
+            if backend == "fvp"
+            else {"latency_s": 0.001 * (i + 1) + 1e-7, "segment_latency_s": [0.0005 * (i + 1)] * segments}
         )
+        samples.append(Sample(index=i, sanity={"outputs_finite": True}, signatures=signatures_of(out), **figures))
         outputs.append(out)
     return samples, outputs
 
@@ -45,17 +50,22 @@ def make_bundle(
     receipt: Receipt | str | None = "default",
     samples: list[Sample] | None = None,
     outputs: list[list[tuple[str, bytes]]] | None = None,
+    backend: str = "fvp",
     **overrides: Any,
 ) -> Path:
-    made_samples, made_outputs = make_samples(count)
+    """A verified bundle of `count` samples of `backend` (fvp: runtime tflm, NPU cycles and beats; litert: host
+    time), each figure with its scope."""
+    made_samples, made_outputs = make_samples(count, backend=backend)
     arguments: dict[str, Any] = {
         "runner_info": {"sha256": SHA_A, "format": 2},
         "run_identity": {
             "runner_sha256": SHA_A,
             "model_sha256": SHA_B,
-            "backend": "litert",
+            "backend": backend,
             "policy": {"state": "carry", "warmup_invokes": warmups, "measured_invokes": count},
         },
+        "runtime": "tflm" if backend == "fvp" else backend,
+        "scopes": FVP_SCOPES if backend == "fvp" else HOST_SCOPES,
         "receipt": receipt
         if receipt != "default"
         else Receipt(
@@ -115,7 +125,7 @@ def test_round_trip(bundle: Path) -> None:
     assert result.receipt is not None and result.receipt.measured_invokes == 3
     assert (bundle / "artifacts/samples/1/Identity_0.bin").read_bytes() == outputs[1][0][1]
     document = json.loads((bundle / "result.json").read_text())
-    assert document["schema_version"] == 4 and document["stage"] == "executed" and document["runtime"] == "litert"
+    assert document["schema_version"] == 4 and document["stage"] == "executed" and document["runtime"] == "tflm"
     assert "manifest.json" not in json.loads((bundle / "manifest.json").read_text())["files"]
     assert load_result(bundle / "result.json").samples == result.samples
     assert not [p for p in bundle.parent.iterdir() if p.name.startswith(".")]
@@ -137,7 +147,7 @@ def test_run_summary_has_one_indexed_row_per_sample(bundle: Path) -> None:
         "traffic_beats_total,traffic_beats_segment_0,traffic_beats_segment_1"
     )
     assert [line.split(",")[0] for line in lines[1:]] == ["0", "1", "2"]
-    assert lines[1] == "0,210,0.0010001,,100,110,,,,,,,,"
+    assert lines[1] == "0,210,,,100,110,,,,,,4000,,"
 
 
 def test_rewrite_replaces_the_earlier_bundle(tmp_path: Path) -> None:
@@ -186,7 +196,7 @@ def test_failing_schema_validation_publishes_nothing(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match="run_identity"):
         make_bundle(
             tmp_path / "run",
-            run_identity={"runner_sha256": "nope", "model_sha256": SHA_B, "backend": "litert", "policy": {}},
+            run_identity={"runner_sha256": "nope", "model_sha256": SHA_B, "backend": "fvp", "policy": {}},
         )
     assert list(tmp_path.iterdir()) == []
 
@@ -261,7 +271,8 @@ def test_changed_statistic_is_rejected(bundle: Path) -> None:
         load_result(bundle)
 
 
-def test_changed_float_statistic_is_rejected(bundle: Path) -> None:
+def test_changed_float_statistic_is_rejected(tmp_path: Path) -> None:
+    bundle = make_bundle(tmp_path / "run", backend="litert").parent
     edit_json(bundle / "result.json", lambda d: d["measurements"]["statistics"]["float"]["latency_s"].update(max=1.0))
     reseal(bundle)
     with pytest.raises(ResultError, match=r"statistics\.float\['latency_s'\]"):
@@ -350,7 +361,7 @@ def test_receipt_contradicting_the_runtime_is_rejected(bundle: Path) -> None:
         lambda d: d.update(initialization="before_measurement", call_once_present=None),
     )
     reseal(bundle)
-    with pytest.raises(ReceiptError, match="runtime litert initializes as interpreter_allocate_and_first_invoke"):
+    with pytest.raises(ReceiptError, match="runtime tflm initializes as interpreter_allocate_and_first_invoke"):
         load_result(bundle)
 
 

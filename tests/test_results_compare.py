@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from helpers.checks import assert_one_line_error
 
+from heliabuild.cli import EXIT_REGRESSION
 from heliabuild.fence import rewrite_model_with_fences
 from heliabuild.model import save_model
 from heliabuild.results.bundle import Sample, signatures_of, write_bundle
@@ -34,11 +35,10 @@ def hand_made(
     *,
     model: str = MODEL_A,
     segments: list[dict[str, Any]] | None = None,
-    traffic: int | None = None,
     policy: dict[str, Any] | None = None,
     segment_latencies: list[list[float]] | None = None,
 ) -> Path:
-    """A verified bundle of one measured sample per latency (seconds), with `traffic` beats in each and the
+    """A verified litert bundle of one measured sample per latency (seconds, host wall clock), with the
     sample's per-segment latencies when given."""
     samples, outputs = [], []
     for index, latency in enumerate(latencies):
@@ -46,8 +46,6 @@ def hand_made(
         samples.append(
             Sample(
                 index=index,
-                cycles=None,
-                traffic_beats=traffic,
                 latency_s=latency,
                 signatures=signatures_of(out),
                 segment_latency_s=None if segment_latencies is None else segment_latencies[index],
@@ -76,6 +74,7 @@ def hand_made(
         segments=SEGMENTS if segments is None else segments,
         provider_versions={"ai-edge-litert": "1.2.0", "heliabuild": "0.1.0"},
         created_at=None,
+        scopes={"latency_s": "host_wall_clock", "segment_latency_s": "host_wall_clock"},
     )
     return target
 
@@ -158,7 +157,7 @@ def test_deltas_percent_and_max_regression(cli, tmp_path: Path) -> None:
     base = hand_made(tmp_path / "base", [0.001, 0.001, 0.001])
     slower = hand_made(tmp_path / "slower", [0.0012, 0.0012, 0.0012])
     result = cli("compare", base, slower, "--max-regression", "10")
-    assert result.code == 1, result.err
+    assert result.code == EXIT_REGRESSION == 4, result.err
     assert "  latency_s  0.001        0.0012      +0.0002  +20.00%  0 (0.0%)     0 (0.0%)" in result.out
     assert result.out.endswith("1 figure(s) regress by more than 10%:\n  latency_s: +20.00%\n")
     within = cli("compare", base, slower, "--max-regression", "25")
@@ -169,23 +168,25 @@ def test_deltas_percent_and_max_regression(cli, tmp_path: Path) -> None:
     grown = [dict(SEGMENTS[0], estimated_cycles=1200), SEGMENTS[1]]
     estimate = hand_made(tmp_path / "estimate", [0.001, 0.001, 0.001], segments=grown)
     regressed = cli("compare", base, estimate, "--max-regression", "10", "--format", "json")
-    assert regressed.code == 1
+    assert regressed.code == EXIT_REGRESSION
     names = [pair["name"] for pair in json.loads(regressed.out)["regressions"]]
     assert names == ["ops 0..3", "total"]
 
 
-def test_median_spread_and_a_counter_only_one_side_has(cli, tmp_path: Path) -> None:
+def test_median_spread_and_a_figure_only_one_side_has(cli, tmp_path: Path) -> None:
     base = hand_made(tmp_path / "base", [0.001, 0.003, 0.0011])
-    new = hand_made(tmp_path / "new", [0.001, 0.0011, 0.0011], traffic=4000)
+    timed = [[0.0006, 0.0004], [0.0006, 0.0005], [0.0006, 0.0005]]
+    new = hand_made(tmp_path / "new", [0.001, 0.0011, 0.0011], segment_latencies=timed)
     document = json.loads(cli("compare", base, new, "--format", "json").out)
     figures = {entry["name"]: entry for entry in document["measurements"]}
     assert figures["latency_s"]["base"]["median"] == 0.0011 and figures["latency_s"]["base"]["unsteady"] is True
     assert figures["latency_s"]["base"]["spread"] == pytest.approx(0.002)
     assert figures["latency_s"]["new"]["unsteady"] is False
-    assert figures["traffic_beats"]["base"] is None and figures["traffic_beats"]["new"]["median"] == 4000
-    assert figures["traffic_beats"]["delta"] is None and figures["traffic_beats"]["percent"] is None
+    only = figures["segment_latency_s.0"]
+    assert only["base"] is None and only["new"]["median"] == 0.0006
+    assert only["delta"] is None and only["percent"] is None
     text = cli("compare", base, new).out
-    assert "  traffic_beats  -            4000" in text
+    assert "  segment_latency_s.0  -            0.0006" in text
     assert "(181.8% !)" in text  # the base's spread, flagged above 10% of its median
 
 

@@ -51,7 +51,7 @@ def test_export_statistics_json_is_the_native_statistics(bundle: Path) -> None:
 def test_export_statistics_csv(bundle: Path) -> None:
     rows = {row["metric"]: row for row in csv.DictReader(io.StringIO(export(bundle, fmt="csv")))}
     assert rows["cycles.total"]["mean_numerator"] == "210" and rows["cycles.total"]["kind"] == "counter"
-    assert rows["energy"]["count"] == "" and rows["latency_s"]["count"] == "3"
+    assert rows["energy"]["count"] == "" and rows["latency_s"]["count"] == "" and rows["traffic_beats"]["count"] == "3"
 
 
 def test_export_refuses_unknown_requests(bundle: Path) -> None:

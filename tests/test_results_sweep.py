@@ -78,8 +78,11 @@ def test_null_is_an_empty_cell_and_a_measurement_keeps_its_unit_and_scope() -> N
     assert line["policy"] == "a/p.yaml" and line["measured_instructions_median"] == "12345.0"
     assert line["measured_instructions_segments"] == "-/-" and line["measured_instructions_scope"] == "qemu_icount"
     assert line["measured_latency_median"] == line["measured_cycles_unit"] == line["vela_sram_used_kib"] == ""
+    assert (line["verification"], line["inputs"]) == ("not compared", "zeros")
     text = table.to_text()
     assert "12345 instructions qemu_icount" in text and text.splitlines()[3].split()[-2:] == ["-", "-"]
+    assert "  verification  inputs  Vela SRAM KiB" in text.splitlines()[1]
+    assert "  not compared  zeros  " in text.splitlines()[3]
     page = sweep_html(table)
     # only a total was measured: one dot for the run, at the sum of the estimate
     assert page.count('class="measured"') == 1 and "total, 300 estimated cycles, 12345 instructions" in page

@@ -73,7 +73,11 @@ def test_runner_and_run_on_qemu_publish_instruction_counts_and_a_verified_compar
     assert document["policy"]["warmup_invokes"] == 1 and document["policy"]["measured_invokes"] == 3
     ran = cli("run", tmp_path / "runner" / "runner.json", "-o", tmp_path / "result")
     assert ran.code == 0, ran.err
-    assert ran.out.splitlines()[-1] == "heliabuild: run receipt: carry, 1 warmup, 3 measured"
+    assert ran.out.splitlines()[-2:] == [
+        "heliabuild: run receipt: carry, 1 warmup, 3 measured",
+        "heliabuild: run verification: outputs match LiteRT reference kernels (BUILTIN_REF): 0 of 10 elements "
+        "differ in each of 3 samples; inputs: zeros",
+    ]
     result = load_result(tmp_path / "result")
     assert result.runtime == "aot" and result.document["run_identity"]["backend"] == "qemu-m55"
     assert result.receipt is not None and result.receipt.initialization == "before_measurement"
@@ -222,22 +226,38 @@ def test_a_verification_bound_refuses_outputs_that_differ_replayed_by_a_qemu_tes
     assert _runner(cli, fenced, tmp_path / "runner", "--policy", policy).code == 0
     assert json.loads((tmp_path / "runner" / "runner.json").read_text())["policy"]["verification"] == {
         "reference": "litert",
+        "resolver": "BUILTIN_REF",
         "max_abs_diff": 0,
+        "max_abs_diff_source": "explicit",
     }
     assert cli("run", tmp_path / "runner" / "runner.json", "-o", tmp_path / "good").code == 0
     _replay_with_an_output_off_by_one(tmp_path / "runner", tmp_path / "bin", monkeypatch)
     before = snapshot(tmp_path)
     result = cli("run", tmp_path / "runner" / "runner.json", "-o", tmp_path / "bad")
-    assert result.code == 2
-    assert "differs from LiteRT's reference by 1 (in 1 of 10 elements)" in result.err
+    assert result.code == 3  # the verification refusal, apart from bad input
+    assert "differs from LiteRT reference kernels (BUILTIN_REF) by 1 in 1 of its 10 elements" in result.err
     assert "more than the policy's verification.max_abs_diff 0; nothing is published" in result.err
     assert snapshot(tmp_path) == before
 
 
-def test_without_a_bound_the_difference_is_published_replayed_by_a_qemu_test_double(
+def test_by_default_any_difference_is_refused_replayed_by_a_qemu_test_double(
     cli, fenced: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert _runner(cli, fenced, tmp_path / "runner").code == 0
+    _replay_with_an_output_off_by_one(tmp_path / "runner", tmp_path / "bin", monkeypatch)
+    before = snapshot(tmp_path)
+    result = cli("run", tmp_path / "runner" / "runner.json", "-o", tmp_path / "result")
+    assert result.code == 3, result.err
+    assert "more than the default verification.max_abs_diff 0; nothing is published" in result.err
+    assert snapshot(tmp_path) == before
+
+
+def test_with_the_bound_opted_out_the_difference_is_published_replayed_by_a_qemu_test_double(
+    cli, fenced: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("defaults:\n  fvp:\n    verification: {max_abs_diff: null}\n")
+    assert _runner(cli, fenced, tmp_path / "runner", "--policy", policy).code == 0
     _replay_with_an_output_off_by_one(tmp_path / "runner", tmp_path / "bin", monkeypatch)
     assert cli("run", tmp_path / "runner" / "runner.json", "-o", tmp_path / "result").code == 0
     (sample,) = load_result(tmp_path / "result").samples

@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import test_fvp_backend  # noqa: F401  (skips this module when mlia-ethos-u is missing)
+from conftest import require_prebuilt_runner
+from helpers.fvp_models import compiled_residual
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons
 from test_scons_pipeline import bound_plan, leftovers, make_project, set_options, snapshot
 
@@ -22,6 +23,12 @@ from heliabuild.api import load_result
 from heliabuild.runner.freeze import load_runner
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _prebuilt_runner() -> None:
+    require_prebuilt_runner()
+
 
 POLICY = "defaults:\n  fvp:\n    acquisition: {state: single, warmup_invokes: 0, measured_invokes: 1}\n"
 STAGES = ("plan-fences", "fence", "vela", "aot-plan", "runner", "run")
@@ -128,7 +135,7 @@ def test_aot_firmware_pipeline(tmp_path: Path, fake_fvp: Path, monkeypatch: pyte
     assert stage_counts(result) == {"run": 1}, output_of(result)
     bundle = load_result(project / "build" / "results" / "kws")
     assert [s.cycles["segments"] for s in bundle.samples if s.cycles] == [[1000, 1000, 1000]] * 2
-    assert [s.segment_traffic_beats for s in bundle.samples] == [[9000, 9000, 9000]] * 2
+    assert [s.segment_traffic_beats for s in bundle.samples] == [[234, 234, 234]] * 2
     assert stage_counts(build_ok(project)) == {}
 
     # the driver's files are dependencies: another driver relinks the firmware and reruns the runner
@@ -172,12 +179,11 @@ env.HeliaRun("results/result.json", runner[0])
 def test_standalone_helia_runner_on_the_fvp(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, fake_fvp: Path
 ) -> None:
-    from test_fvp_backend import _compiled
     from test_scons import SITE_TOOLS
 
     project = tmp_path / "project"
     project.mkdir()
-    for path in _compiled(tmp_path_factory, "ethos-u55-128").values():
+    for path in compiled_residual(tmp_path_factory, "ethos-u55-128").values():
         shutil.copy(path, project / path.name)
     (project / "policy.yaml").write_text(POLICY, encoding="utf-8")
     (project / "SConstruct").write_text(STANDALONE.format(site_tools=str(SITE_TOOLS)), encoding="utf-8")
@@ -275,3 +281,55 @@ def test_a_fence_plan_pipeline_runs_on_the_fvp(tmp_path: Path, fake_fvp: Path) -
     assert stage_counts(replanned) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1, "run": 1}
     cycles, beats = published_segments(project)
     assert len(cycles) == len(beats) == 2 and job_count(fake_fvp) == 3 + 2
+
+
+PLATFORMS = {  # platform -> (Vela's accelerator config, the FVP it runs on, the NPU's beat counters)
+    "corstone300_ethos_u55": ("ethos-u55-128", "FVP_Corstone_SSE-300_Ethos-U55", 3),
+    "corstone300_ethos_u65": ("ethos-u65-256", "FVP_Corstone_SSE-300_Ethos-U65", 3),
+    "corstone310_ethos_u55": ("ethos-u55-128", "FVP_Corstone_SSE-310", 3),
+    "corstone320_ethos_u85": ("ethos-u85-256", "FVP_Corstone_SSE-320", 4),
+}
+
+
+@pytest.mark.parametrize("code_byte", ["1", "0"], ids=["code-byte-after-eot", "no-code-byte"])
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_each_platform_publishes_the_figures_the_fvp_printed(
+    tmp_path: Path, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch, platform: str, code_byte: str
+) -> None:
+    """The FAKE FVP prints the prebuilt runner's log (tests/helpers/fake_fvp.py), with or without the exit-code
+    byte after EOT: the bundle's per-segment cycles and beats are what it printed for each segment's model."""
+    monkeypatch.setenv("FAKE_FVP_CODE_BYTE", code_byte)
+    accelerator, executable, beat_counters = PLATFORMS[platform]
+    project = fvp_project(tmp_path / "project", platform=platform, accelerator=accelerator)
+    result = build_ok(project)
+    assert stage_counts(result)["run"] == 1, output_of(result)
+    runner = load_runner(project / "build" / "runner" / "kws" / "runner.json")
+    assert runner.document["fvp"]["target"]["executable"] == executable
+    sizes = [entry["bytes"] for entry in runner.document["fvp"]["segments"]]
+    cycles, beats = published_segments(project)
+    assert cycles == sizes  # fake_fvp: NPU ACTIVE is the segment model's size
+    assert beats == [sum(size // (k + 2) for k in range(beat_counters)) for size in sizes]
+    assert stage_counts(build_ok(project)) == {}  # a second scons is a no-op
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [
+        ("exit-1", "the FVP exited with status 1 after a complete log"),
+        ("mismatch", "NPU config mismatch, compiled for 256 MACs, the FVP has 128"),
+        ("garbage", "the UART log shows no ending heliabuild reads"),
+    ],
+)
+def test_a_failed_fvp_run_is_one_error_and_publishes_nothing(
+    tmp_path: Path, fake_fvp: Path, monkeypatch: pytest.MonkeyPatch, scenario: str, message: str
+) -> None:
+    monkeypatch.setenv("FAKE_FVP_SCENARIO", scenario)
+    monkeypatch.setenv("FAKE_FVP_COMPILED_MACS", "256")
+    project = fvp_project(tmp_path / "project")
+    result = run_scons(project)
+    assert result.returncode != 0
+    errors = [line for line in output_of(result).splitlines() if line.startswith("heliabuild: error:")]
+    assert len(errors) == 1 and message in errors[0], output_of(result)
+    assert not (project / "build" / "results" / "kws").exists()
+    monkeypatch.delenv("FAKE_FVP_SCENARIO")
+    assert stage_counts(build_ok(project)) == {"run": 1}  # the fault gone, the run publishes

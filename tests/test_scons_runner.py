@@ -8,6 +8,7 @@ the repository's examples (tests/test_scons.py's copy_project).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -221,11 +222,12 @@ def test_the_root_sconstruct_prints_one_summary_table(tmp_path: Path) -> None:
     chain = load_result(project / "build" / "kws_chain" / "results" / "kws_chain")
     assert len(chain.samples) == 3 and chain.receipt is not None and chain.receipt.warmup_invokes == 1
     assert "/".join(str(s["estimated_cycles"]) for s in chain.segments) in table[3]
-    assert " us host " in table[3] and "litert" in table[3]
+    assert " us host " in table[3] and "litert" in table[3] and re.search(r"  not compared\s+zeros\s", table[3])
     if "residual_qemu" in examples:
         qemu = load_result(project / "build" / "residual_qemu" / "results" / "residual_qemu")
         assert qemu.samples[0].instructions is not None
         assert f"{qemu.samples[0].instructions['total']} instructions" in table[4] and "qemu-m55" in table[4]
+        assert re.search(r"  0 of \d+ differ \(BUILTIN_REF\)\s+zeros\s", table[4])  # strict by default: it held
 
     again = build_ok(project)
     assert "scons: `all' is up to date." in again.stdout and again.stdout.count("pipeline ") == 1
@@ -234,9 +236,13 @@ def test_the_root_sconstruct_prints_one_summary_table(tmp_path: Path) -> None:
 
 
 def test_summary_table_layout() -> None:
-    text = summary_table([["a", "litert", "3", "1/2/3", "21.6 KiB", "-", "5.0 us host", "build/a/results/a"]])
+    row = ["a", "litert", "3", "1/2/3", "21.6 KiB", "-", "5.0 us host", "not compared", "in.bin", "build/a/results/a"]
+    text = summary_table([row])
     lines = text.splitlines()
-    header = "pipeline  backend  segments  estimated cycles per segment  Vela SRAM  Vela flash  measured median  bundle"
+    header = (
+        "pipeline  backend  segments  estimated cycles per segment  Vela SRAM  Vela flash  measured median  "
+        "verification  inputs  bundle"
+    )
     assert lines[0] == header
     assert set(lines[1]) <= {"-", " "}
     assert lines[2].split() == [
@@ -250,6 +256,9 @@ def test_summary_table_layout() -> None:
         "5.0",
         "us",
         "host",
+        "not",
+        "compared",
+        "in.bin",
         "build/a/results/a",
     ]
     assert json.loads(json.dumps(lines)) == lines

@@ -126,6 +126,7 @@ def test_the_table_has_one_row_per_point_in_json_csv_and_on_the_terminal(
         assert latency is not None and latency.unit == "s" and latency.scope == "host_wall_clock"
         assert latency.median > 0 and len(latency.segments) == row.segment_count
         assert (folder / "kws_sweep" / row.bundle / "result.json").is_file()
+        assert (row.verification, row.inputs) == ("not compared", "zeros")  # litert compares on request only
     assert table.rows[0].segment_count > table.rows[1].segment_count  # the smaller budget cuts more segments
     with (folder / "kws_sweep" / "kws_sweep_sweep.csv").open(encoding="utf-8", newline="") as stream:
         rows = list(csv.DictReader(stream))
@@ -135,7 +136,7 @@ def test_the_table_has_one_row_per_point_in_json_csv_and_on_the_terminal(
     assert rows[0]["vela_estimated_cycles"] == "/".join(str(c) for c in table.rows[0].estimated_cycles)
     lines = printed_table(result)
     assert len(lines) == 2 + 4 and [line.split()[0] for line in lines[2:]] == FOLDERS
-    assert all(" us host_wall_clock " in line for line in lines[2:])
+    assert all(" us host_wall_clock " in line and re.search(r"  not compared\s+zeros\s", line) for line in lines[2:])
     assert "kws_sweep.1 " not in result.stdout.split("sweep kws_sweep: 4 points")[0]  # no pipeline-summary rows
 
 

@@ -9,7 +9,8 @@ memory), one static argument struct per operator, and the two entry points of he
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,6 +32,36 @@ _CTYPES = {0: "float", 1: "uint16_t", 2: "int32_t", 3: "uint8_t", 4: "int64_t", 
 _NUMPY = {0: "<f4", 1: "<u2", 2: "<i4", 3: "u1", 4: "<i8", 6: "u1", 7: "<i2", 9: "i1"}
 PINNED_SECTIONS = {"DTCM": None, "SRAM": ".sram"}
 """Memory a constant may be pinned to -> the section its copy goes in (None: the default .bss, in DTCM)."""
+
+
+@dataclass(frozen=True)
+class ModuleMemory:
+    """Where the module's bytes go: the section of each kind of constant (by the plan's residency), of the pinned
+    copies (by destination memory; None for `pinned`: any memory, `.bss.helia.pin.<memory>`), of the stream pool
+    (None: the default .bss), and the arena (`arena_section`, or, with `arena_symbol`, a global array of that name
+    the caller defines when `arena_section` is None); `copy` is the function each schedule unit's copy calls
+    (memcpy's signature)."""
+
+    direct: str = ".constants"
+    pin: str = ".constants"
+    stream: str = ".constants"
+    pinned: Mapping[str, str | None] | None = None
+    stream_pool: str | None = None
+    arena_section: str | None = ".arena"
+    arena_symbol: str | None = None
+    copy: str = "memcpy"
+
+    def pinned_section(self, memory: str) -> str | None:
+        if self.pinned is None:
+            return f".bss.helia.pin.{memory.lower()}"
+        return self.pinned[memory]
+
+    def section_of(self, residency: str) -> str:
+        return {"direct": self.direct, "pin": self.pin, "stream": self.stream}[residency]
+
+
+FIRMWARE_MEMORY = ModuleMemory(pinned=PINNED_SECTIONS)
+"""The runner firmware's placement: its linker scripts' `.constants`, `.sram` and `.arena` (docs/firmware.md)."""
 
 
 def comment(text: str) -> str:
@@ -63,8 +94,15 @@ def _numbers(data: np.ndarray, ctype: str) -> list[str]:
 
 class _Emitter:
     def __init__(
-        self, model: Model, calls: Sequence[KernelCall], layout: Layout, prefix: str, model_sha256: str
+        self,
+        model: Model,
+        calls: Sequence[KernelCall],
+        layout: Layout,
+        prefix: str,
+        model_sha256: str,
+        memory: ModuleMemory = FIRMWARE_MEMORY,
     ) -> None:
+        self.memory = memory
         self.model_sha256 = model_sha256
         self.model = model
         self.calls = calls
@@ -133,7 +171,8 @@ class _Emitter:
             )
             self.lines.append(
                 _array(
-                    f'static const {ctype} constant_{position}[{count}] __attribute__((section(".constants"), '
+                    f"static const {ctype} constant_{position}[{count}] "
+                    f'__attribute__((section("{self.memory.section_of(constant.residency)}"), '
                     f"aligned({max(constant.alignment, 16)})))",
                     ctype,
                     values,
@@ -141,12 +180,13 @@ class _Emitter:
             )
             if constant.residency == "pin":
                 memory = (constant.destination_memory or "").upper()
-                if memory not in PINNED_SECTIONS:
+                pinned = self.memory.pinned
+                if pinned is not None and memory not in pinned:
                     raise CodegenError(
                         f"tensors[{position}] ({constant.id}): pinned to {constant.destination_memory!r}; this target "
-                        f"pins to {', '.join(PINNED_SECTIONS)}"
+                        f"pins to {', '.join(pinned)}"
                     )
-                section = PINNED_SECTIONS[memory]
+                section = self.memory.pinned_section(memory)
                 attribute = f'section("{section}"), ' if section else ""
                 self.lines.append(
                     f"static {ctype} pinned_{position}[{count}] __attribute__(({attribute}aligned(16)));\n"
@@ -163,8 +203,8 @@ class _Emitter:
             self.lines.append(f"/* schedule unit {unit.id}: {ids} */\n")
             self.lines.append(
                 _array(
-                    f'static const uint8_t unit_{unit.id}[{max(unit.bytes, 1)}] __attribute__((section(".constants"), '
-                    "aligned(16)))",
+                    f"static const uint8_t unit_{unit.id}[{max(unit.bytes, 1)}] "
+                    f'__attribute__((section("{self.memory.stream}"), aligned(16)))',
                     "uint8_t",
                     [f"0x{b:02x}" for b in span],
                 )
@@ -235,7 +275,7 @@ class _Emitter:
 
         def copies(after: int | None) -> list[str]:
             return [
-                f"    memcpy(&stream_pool[{pool_of[u].pool_offset}], unit_{u}, {pool_of[u].bytes}u);"
+                f"    {self.memory.copy}(&stream_pool[{pool_of[u].pool_offset}], unit_{u}, {pool_of[u].bytes}u);"
                 for u in units_after.get(after, [])
             ]
 
@@ -297,6 +337,22 @@ class _Emitter:
         )
 
 
+def _arena_declaration(memory: ModuleMemory, size: int) -> str:
+    """The arena's declaration: heliabuild's static array in its section; or, with `arena_symbol`, a global of
+    that name (in `arena_section`, or, with none, the caller's array, declared extern) that the code below
+    reaches by the name `arena` (a macro local to the generated source, so every `&arena[...]` the emitter
+    writes addresses it)."""
+    if memory.arena_symbol is None:
+        return f'static uint8_t arena[{size}] __attribute__((section("{memory.arena_section}"), aligned(16)));'
+    if memory.arena_section is None:
+        declaration = f"extern uint8_t {memory.arena_symbol}[];"
+    else:
+        declaration = (
+            f'uint8_t {memory.arena_symbol}[{size}] __attribute__((section("{memory.arena_section}"), aligned(16)));'
+        )
+    return f"{declaration}\n#define arena {memory.arena_symbol}"
+
+
 def emit_module(
     model: Model,
     calls: Sequence[KernelCall],
@@ -305,10 +361,12 @@ def emit_module(
     banner: str,
     model_sha256: str,
     headers: Sequence[str] = (),
+    memory: ModuleMemory = FIRMWARE_MEMORY,
 ) -> dict[str, bytes]:
     """`<prefix>_model.h` and `<prefix>_model.c` (module docstring); `banner` is the first comment's text and
     `model_sha256` the model's hash, compiled in so the firmware can say what it runs; `headers` are further
-    headers the calls need (a target's own, such as helia_ethosu.h)."""
+    headers the calls need (a target's own, such as helia_ethosu.h); `memory` places the bytes (the runner
+    firmware's sections by default; heliabuild.module exports with its own)."""
     banner = comment(banner)
     guard = f"{prefix.upper()}_MODEL_H"
     header = (
@@ -318,18 +376,19 @@ def emit_module(
         f"helia_model_result {prefix}_model_run(helia_model_context *ctx);\n"
         f"extern const helia_model {prefix}_model;\n\n#endif /* {guard} */\n"
     )
-    emitter = _Emitter(model, calls, layout, prefix, model_sha256)
+    emitter = _Emitter(model, calls, layout, prefix, model_sha256, memory)
     extra_includes = "".join(f'#include "{header}"\n' for header in headers)
     emitter.lines.append(
         f"/* {prefix}_model.c - {banner} */\n"
         "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n"
         f'#include "helia_ops.h"\n#include "stream_split.h"\n{extra_includes}#include "{prefix}_model.h"\n\n'
-        f'static uint8_t arena[{max(layout.arena.size, 16)}] __attribute__((section(".arena"), aligned(16)));\n'
+        f"{_arena_declaration(memory, max(layout.arena.size, 16))}\n"
     )
     if layout.units:
+        pool_section = f'section("{memory.stream_pool}"), ' if memory.stream_pool else ""
         emitter.lines.append(
             f"static uint8_t stream_pool[{max(layout.pool_bytes, 16)}] "
-            f"__attribute__((aligned({layout.pool_alignment})));\n"
+            f"__attribute__(({pool_section}aligned({layout.pool_alignment})));\n"
         )
     emitter.lines.append(
         "\n/* A per-operator profiling hook: nothing unless the build defines HELIA_PROFILE_OPERATORS and links\n"

@@ -27,10 +27,11 @@ import numpy as np
 from heliabuild.aot.facts import FENCE_OPERATOR, OperatorFacts, TensorFacts, model_facts
 from heliabuild.errors import HeliaError
 from heliabuild.fence.contract import ELEMENT_BYTES, TYPE_NAMES
-from heliabuild.kernels import contracts_native, int8
+from heliabuild.kernels import contracts_native, int8, int8_math, int8_spatial, int16
 from heliabuild.kernels import operators as contracts
 from heliabuild.kernels.operators.admission import CORTEX_M55, TensorSpec, activation_name
 from heliabuild.model.io import Model
+from heliabuild.model.opcodes import operator_type
 
 MAX_RANK = 6
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -124,13 +125,15 @@ class KernelCall:
         fence: bool = False,
     ) -> KernelCall:
         """The call of `kernel` for `op`: its `<kernel>_check` runs once in model_init and its `<kernel>_run` (which
-        trusts that check) in model_run, unless `check` or `run` names another function."""
+        trusts that check) in model_run, unless `check` or `run` names another function. A `kernel` already
+        naming its run entry (`helia_<op>_run`) is that entry."""
+        base = kernel.removesuffix("_run")
         return cls(
             op.index,
             op.id,
             op.op_type,
-            check or f"{kernel}_check",
-            run or f"{kernel}_run",
+            check or f"{base}_check",
+            run or f"{base}_run",
             args_type,
             fields,
             reads,
@@ -221,6 +224,42 @@ def _weight_sums(model: Model, weights: TensorFacts, depthwise: bool) -> IntArra
     return IntArray("int32_t", tuple(int(v) for v in int8.weight_sums(filter_values, depthwise)))
 
 
+def _conv_fields(
+    params: int8.ConvParams, data: TensorFacts, weights: TensorFacts, bias: TensorRef | None, output: TensorFacts
+) -> tuple[tuple[str, Field], ...]:
+    """helia_conv_s8_args of CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV."""
+    n, h, w, c = params.input_shape
+    _, oh, ow, oc = params.output_shape
+    per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
+    return (
+        ("input", TensorRef(data.index)),
+        ("filter", TensorRef(weights.index)),
+        ("bias", bias),
+        *_multiplier_fields(params.multipliers, params.shifts, per_channel),
+        ("output", TensorRef(output.index)),
+        ("batches", n),
+        ("input_h", h),
+        ("input_w", w),
+        ("input_c", c),
+        ("filter_h", weights.shape[1]),
+        ("filter_w", weights.shape[2]),
+        ("output_h", oh),
+        ("output_w", ow),
+        ("output_c", oc),
+        ("stride_h", params.stride[0]),
+        ("stride_w", params.stride[1]),
+        ("dilation_h", params.dilation[0]),
+        ("dilation_w", params.dilation[1]),
+        ("pad_top", params.pad[0]),
+        ("pad_left", params.pad[1]),
+        ("depth_multiplier", params.depth_multiplier),
+        ("input_zero_point", params.input_zero_point),
+        ("output_zero_point", params.output_zero_point),
+        ("act_min", params.act_min),
+        ("act_max", params.act_max),
+    )
+
+
 def _conv(op: OperatorFacts, model: Model, depthwise: bool) -> KernelCall:
     data = _dtype(op.input(0), "int8", "input")
     weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
@@ -249,9 +288,6 @@ def _conv(op: OperatorFacts, model: Model, depthwise: bool) -> KernelCall:
             and channels == data.shape[3] * params.depth_multiplier,
             "depth multiplier does not match the weights",
         )
-    n, h, w, c = params.input_shape
-    _, oh, ow, oc = params.output_shape
-    per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
     kind = "depthwise_conv2d" if depthwise else "conv2d"
     scratch = int8.conv_scratch_bytes(params)
     return KernelCall.of(
@@ -259,31 +295,7 @@ def _conv(op: OperatorFacts, model: Model, depthwise: bool) -> KernelCall:
         f"helia_{kind}_s8",
         "helia_conv_s8_args",
         fields=(
-            ("input", TensorRef(data.index)),
-            ("filter", TensorRef(weights.index)),
-            ("bias", _bias(op, oc)),
-            *_multiplier_fields(params.multipliers, params.shifts, per_channel),
-            ("output", TensorRef(output.index)),
-            ("batches", n),
-            ("input_h", h),
-            ("input_w", w),
-            ("input_c", c),
-            ("filter_h", weights.shape[1]),
-            ("filter_w", weights.shape[2]),
-            ("output_h", oh),
-            ("output_w", ow),
-            ("output_c", oc),
-            ("stride_h", params.stride[0]),
-            ("stride_w", params.stride[1]),
-            ("dilation_h", params.dilation[0]),
-            ("dilation_w", params.dilation[1]),
-            ("pad_top", params.pad[0]),
-            ("pad_left", params.pad[1]),
-            ("depth_multiplier", params.depth_multiplier),
-            ("input_zero_point", params.input_zero_point),
-            ("output_zero_point", params.output_zero_point),
-            ("act_min", params.act_min),
-            ("act_max", params.act_max),
+            *_conv_fields(params, data, weights, _bias(op, params.output_shape[3]), output),
             ("weight_sums", _weight_sums(model, weights, depthwise)),
             ("scratch", ScratchRef(scratch) if scratch else None),
             ("scratch_bytes", scratch),
@@ -593,6 +605,274 @@ def _conversion(op: OperatorFacts) -> KernelCall:
     )
 
 
+# ---- LUT and arithmetic-heavy int8 kernels (heliabuild.kernels.int8_math, c/ops_lut.c, c/ops_arith.c)
+
+
+def _element_wise_s8(op: OperatorFacts, derive: Callable[[int8.Quant, int8.Quant], object]) -> KernelCall:
+    """An int8 element-wise operator as one `helia_<op>_s8` call: input, output, count, then the fields of
+    `derive(input quant, output quant)` (a table, or a params dataclass whose fields the struct has)."""
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(tuple(data.shape) == tuple(output.shape), f"{op.op_type} input and output shapes differ")
+    derived = derive(_quant(data, "input"), _quant(output, "output"))
+    if isinstance(derived, np.ndarray):
+        kernel, extra = "lookup", (("table", IntArray("int8_t", tuple(int(v) for v in derived))),)
+    else:
+        kernel, extra = op.op_type.lower(), tuple(vars(derived).items())
+    fields: tuple[tuple[str, Field], ...] = (
+        ("input", TensorRef(data.index)),
+        ("output", TensorRef(output.index)),
+        ("count", data.element_count),
+        *extra,
+    )
+    return KernelCall.of(
+        op,
+        f"helia_{kernel}_s8_run",
+        f"helia_{kernel}_s8_args",
+        check=f"helia_{kernel}_s8_check",
+        fields=fields,
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+_ELEMENT_WISE_S8: dict[str, Callable[[int8.Quant, int8.Quant], object]] = {
+    **{name: (lambda a, b, name=name: int8_math.lookup_table(name, a, b)) for name in int8_math.LOOKUP_OPERATORS},
+    "HARD_SWISH": int8_math.hard_swish_params,
+    "RSQRT": int8_math.rsqrt_params,
+}
+"""int8 element-wise operator -> the derivation of its kernel's table or parameters."""
+
+
+def _squared_difference(op: OperatorFacts, model: Model) -> KernelCall:
+    """int8 operands: the broadcasting int8 kernel; float operands: the operator contract's."""
+    first = op.input(0)
+    if first is None or first.dtype != "int8":
+        return _contract_binary(op, model)
+    # ADD's and MUL's lowering checks the operands and gives the broadcast fields; its multipliers are replaced.
+    call = _binary(op)
+    _need(op.fused_activation in (None, "NONE"), "SQUARED_DIFFERENCE has no fused activation")
+    params = int8_math.squared_difference_params(
+        _quant(first, "input 0"), _quant(_dtype(op.input(1), "int8", "input 1"), "input 1"), _quant(op.output, "output")
+    )
+    fields = dict(call.fields)
+    fields.update(
+        left_shift=params.left_shift,
+        input1_multiplier=params.input1_multiplier,
+        input1_shift=params.input1_shift,
+        input2_multiplier=params.input2_multiplier,
+        input2_shift=params.input2_shift,
+        output_multiplier=params.output_multiplier,
+        output_shift=params.output_shift,
+    )
+    return KernelCall.of(
+        op,
+        "helia_squared_difference_s8_run",
+        "helia_binary_s8_args",
+        check="helia_squared_difference_s8_check",
+        fields=tuple(fields.items()),
+        reads=call.reads,
+        writes=call.writes,
+    )
+
+
+def _add_or_mul(op: OperatorFacts) -> KernelCall:
+    """int8 ADD and MUL, or their int16 16x8 forms (zero points 0; ADD with pot_scale_int16 false)."""
+    first = op.input(0)
+    if first is None or first.dtype != "int16":
+        return _binary(op)
+    second = _dtype(op.input(1), "int16", "input 1")
+    output = _dtype(op.output, "int16", "output")
+    _need(
+        op.op_type == "MUL" or not op.option("pot_scale_int16", True),
+        "int16 ADD with power-of-two scales (pot_scale_int16) has no kernel; the general-scale form has",
+    )
+    # The int8 lowering's broadcast fields, at int16.
+    rank = max(len(first.shape), len(second.shape), len(output.shape), 1)
+    _need(rank <= MAX_RANK, f"rank {rank} is above the kernels' {MAX_RANK}")
+    dims = [_broadcast_dims(t.shape, rank) for t in (first, second, output)]
+    expected = tuple(max(a, b) for a, b in zip(dims[0], dims[1], strict=True))
+    _need(
+        all(d in (1, e) for d, e in zip(dims[0] + dims[1], expected + expected, strict=True)) and dims[2] == expected,
+        f"shapes {list(first.shape)} and {list(second.shape)} do not broadcast to {list(output.shape)}",
+    )
+    derive = int16.add_s16_params if op.op_type == "ADD" else int16.mul_s16_params
+    params = derive(_quant(first, "input 0"), _quant(second, "input 1"), _quant(output, "output"), _activation(op))
+    kind = op.op_type.lower()
+    return KernelCall.of(
+        op,
+        f"helia_{kind}_s16_run",
+        "helia_binary_s16_args",
+        check=f"helia_{kind}_s16_check",
+        fields=(
+            ("input1", TensorRef(first.index)),
+            ("input2", TensorRef(second.index)),
+            ("output", TensorRef(output.index)),
+            ("rank", rank),
+            ("input1_dims", InlineInts(dims[0])),
+            ("input2_dims", InlineInts(dims[1])),
+            ("output_dims", InlineInts(dims[2])),
+            *((name, getattr(params, name)) for name, _ in int16.BinaryS16Args._fields_[7:]),
+        ),
+        reads=(first.index, second.index),
+        writes=(output.index,),
+    )
+
+
+def _l2_normalization(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(tuple(data.shape) == tuple(output.shape), "L2_NORMALIZATION input and output shapes differ")
+    _need(_activation(op) == "NONE", "L2_NORMALIZATION with a fused activation has no kernel")
+    required = int8_math.L2_NORMALIZATION_OUTPUT
+    _need(
+        _quant(output, "output") == required,
+        f"output quantization is not LiteRT's ({required.scale}, {required.zero_point})",
+    )
+    depth = data.shape[-1] if data.shape else 1
+    return KernelCall.of(
+        op,
+        "helia_l2_normalization_s8_run",
+        "helia_l2_normalization_s8_args",
+        check="helia_l2_normalization_s8_check",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("rows", data.element_count // max(depth, 1)),
+            ("depth", depth),
+            ("input_zero_point", _quant(data, "input").zero_point),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _log_softmax(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(tuple(data.shape) == tuple(output.shape), "LOG_SOFTMAX input and output shapes differ")
+    required = int8_math.LOG_SOFTMAX_OUTPUT
+    _need(
+        _quant(output, "output") == required,
+        f"output quantization is not LiteRT's ({required.scale}, {required.zero_point})",
+    )
+    params = int8_math.log_softmax_params(_quant(data, "input").scale)
+    depth = data.shape[-1] if data.shape else 1
+    return KernelCall.of(
+        op,
+        "helia_log_softmax_s8_run",
+        "helia_log_softmax_s8_args",
+        check="helia_log_softmax_s8_check",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("rows", data.element_count // max(depth, 1)),
+            ("depth", depth),
+            *vars(params).items(),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _batch_matmul(op: OperatorFacts) -> KernelCall:
+    lhs = _dtype(op.input(0), "int8", "lhs")
+    rhs = _dtype(op.input(1), "int8", "rhs")
+    output = _dtype(op.output, "int8", "output")
+    params = int8_spatial.batch_matmul_params(
+        lhs.shape, rhs.shape, _quant(lhs, "lhs"), _quant(rhs, "rhs"), _quant(output, "output"),
+        adj_lhs=bool(op.option("adj_x", False)), adj_rhs=bool(op.option("adj_y", False)),
+    )  # fmt: skip
+    _need(tuple(params.output_shape) == tuple(output.shape), f"output shape {list(output.shape)} does not match")
+    fields = {
+        name: InlineInts(value) if isinstance(value, tuple) else value
+        for name, value in vars(params).items()
+        if name != "output_shape"
+    }
+    return KernelCall.of(
+        op,
+        "helia_batch_matmul_s8_run",
+        "helia_batch_matmul_s8_args",
+        check="helia_batch_matmul_s8_check",
+        fields=(
+            ("lhs", TensorRef(lhs.index)),
+            ("rhs", TensorRef(rhs.index)),
+            ("output", TensorRef(output.index)),
+            *fields.items(),
+        ),
+        reads=(lhs.index, rhs.index),
+        writes=(output.index,),
+    )
+
+
+def _transpose_conv(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(2), "int8", "input")
+    weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(data.shape) == 4 and len(weights.shape) == 4, "input and weights must be rank 4 (NHWC)")
+    channels = weights.shape[0]
+    params = int8_spatial.transpose_conv_params(
+        data.shape, weights.shape, output.shape, _quant(data, "input"), _filter_scales(weights, channels, 0),
+        _quant(output, "output"), stride=op.stride or (1, 1), padding=op.padding or "VALID",
+        activation=_activation(op),
+    )  # fmt: skip
+    bias = op.input(3)
+    if bias is not None:
+        _dtype(_constant(bias, "bias"), "int32", "bias")
+        _need(bias.element_count == channels, f"bias {bias.name!r} has {bias.element_count} values")
+    return KernelCall.of(
+        op,
+        "helia_transpose_conv_s8_run",
+        "helia_conv_s8_args",
+        check="helia_transpose_conv_s8_check",
+        fields=_conv_fields(params, data, weights, None if bias is None else TensorRef(bias.index), output),
+        reads=tuple(t.index for t in (data, weights, bias) if t is not None),
+        writes=(output.index,),
+    )
+
+
+def _resize(op: OperatorFacts) -> KernelCall:
+    data = _dtype(op.input(0), "int8", "input")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(data.shape) == 4 and len(output.shape) == 4, "input and output must be rank 4 (NHWC)")
+    _need(
+        _quant(data, "input") == _quant(output, "output"),
+        "input and output quantization differ; the resize kernels need them equal",
+    )
+    n, h, w, c = data.shape
+    _, oh, ow, oc = output.shape
+    _need(output.shape[0] == n and oc == c, f"output shape {list(output.shape)} does not resize {list(data.shape)}")
+    align, half = bool(op.option("align_corners", False)), bool(op.option("half_pixel_centers", False))
+    nearest = op.op_type == "RESIZE_NEAREST_NEIGHBOR"
+    maps: tuple[tuple[str, Field], ...] = (("row_map", None), ("column_map", None))
+    if nearest:
+        rows = int8_spatial.nearest_neighbor_map(h, oh, align_corners=align, half_pixel_centers=half)
+        columns = int8_spatial.nearest_neighbor_map(w, ow, align_corners=align, half_pixel_centers=half)
+        maps = (("row_map", IntArray("int32_t", rows)), ("column_map", IntArray("int32_t", columns)))
+    kernel = "helia_resize_nearest_s8" if nearest else "helia_resize_bilinear_s8"
+    return KernelCall.of(
+        op,
+        f"{kernel}_run",
+        "helia_resize_s8_args",
+        check=f"{kernel}_check",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            *maps,
+            ("batches", n),
+            ("input_h", h),
+            ("input_w", w),
+            ("channels", c),
+            ("output_h", oh),
+            ("output_w", ow),
+            ("align_corners", int(align)),
+            ("half_pixel_centers", int(half)),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
 # ---- the operator contracts (heliabuild.kernels.operators): INT32 comparisons, SELECT_V2, float DIV, NEG and
 # SQUARED_DIFFERENCE, lowered to c/ops_contracts.c. Admission is the contracts' own `admit` on the M55 target.
 
@@ -719,8 +999,8 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
     "FULLY_CONNECTED": _fully_connected,
     "AVERAGE_POOL_2D": lambda op, _: _pool(op),
     "MAX_POOL_2D": lambda op, _: _pool(op),
-    "ADD": lambda op, _: _binary(op),
-    "MUL": lambda op, _: _binary(op),
+    "ADD": lambda op, _: _add_or_mul(op),
+    "MUL": lambda op, _: _add_or_mul(op),
     "RESHAPE": lambda op, _: _reshape(op),
     "SOFTMAX": lambda op, _: _softmax(op),
     "PAD": _pad,
@@ -730,6 +1010,13 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
     **dict.fromkeys((*contracts.comparisons.OPERATORS, "DIV", "SQUARED_DIFFERENCE"), _contract_binary),
     "SELECT_V2": _select_v2,
     "NEG": _neg,
+    **dict.fromkeys(_ELEMENT_WISE_S8, lambda op, _: _element_wise_s8(op, _ELEMENT_WISE_S8[op.op_type])),
+    "SQUARED_DIFFERENCE": _squared_difference,
+    "L2_NORMALIZATION": lambda op, _: _l2_normalization(op),
+    "LOG_SOFTMAX": lambda op, _: _log_softmax(op),
+    "BATCH_MATMUL": lambda op, _: _batch_matmul(op),
+    "TRANSPOSE_CONV": lambda op, _: _transpose_conv(op),
+    **dict.fromkeys(("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"), lambda op, _: _resize(op)),
     FENCE_OPERATOR: lambda op, _: _fence(op),
 }
 """Operator type -> lowering; every other type is refused at admission (unless lower_model's `extra` has it)."""
@@ -737,12 +1024,34 @@ _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
 
 Lowering = Callable[[OperatorFacts, Model], KernelCall]
 
+STATE_OPERATORS = ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE")
+"""The operators of resource variables and their one-time initialization."""
+
+
+def _state_operators(model: Model) -> list[str]:
+    """Each state operator type the model's subgraphs use with its count, e.g. ['CALL_ONCE x1', ...]."""
+    counts: dict[str, int] = {}
+    for graph in model.subgraphs:
+        for op in graph.operators or []:
+            name = operator_type(model.operator_codes[op.opcodeIndex])
+            if name in STATE_OPERATORS:
+                counts[name] = counts.get(name, 0) + 1
+    return [f"{name} x{counts[name]}" for name in STATE_OPERATORS if name in counts]
+
 
 def lower_model(
     model: Model, source: str = "model", *, extra: Mapping[str, Lowering] | None = None
 ) -> list[KernelCall]:
     """One KernelCall per operator of subgraph 0, in execution order; CodegenError naming every refused operator.
     `extra` admits further operator types (a target's own: heliabuild.codegen.npu for an Ethos-U)."""
+    state = _state_operators(model)
+    if state:
+        raise CodegenError(
+            f"{source}: the model holds state ({', '.join(state)}): the generated module keeps no resource "
+            "variables between invokes, so the acquisition lifecycle's carry could not hold them; stateful models "
+            "are not supported yet",
+            hint='docs/firmware.md, "Admission"',
+        )
     if len(model.subgraphs) != 1:
         raise CodegenError(f"{source}: {len(model.subgraphs)} subgraphs; the module generator runs one")
     facts = model_facts(model)

@@ -32,13 +32,15 @@ DEFAULT_MAX_OUTPUT = 64 << 20
 @dataclass(frozen=True)
 class QemuRun:
     """What one run left: QEMU's exit status (None when it was killed), the console text, whether the timeout or
-    the output limit stopped it, and QEMU's own diagnostics (its standard error, bounded)."""
+    the output limit stopped it, and QEMU's own diagnostics (its standard error, bounded); `output` is the
+    console's bytes as the simulator wrote them (empty when the run was made from text)."""
 
     exit_status: int | None
     console: str
     timed_out: bool
     output_overflow: bool
     diagnostics: str
+    output: bytes = b""
 
 
 def qemu_executable() -> str:
@@ -140,14 +142,15 @@ def run_bounded(
             status = process.wait()
             process.stdout.close()
             process.stderr.close()
-    stdout = b"".join(chunks[next(iter(chunks))]).decode("utf-8", errors="replace")
+    output = b"".join(chunks[next(iter(chunks))])
     stderr = b"".join(list(chunks.values())[1]).decode("utf-8", errors="replace")
     return QemuRun(
         exit_status=None if (timed_out or overflow) else status,
-        console=stdout,
+        console=output.decode("utf-8", errors="replace"),
         timed_out=timed_out,
         output_overflow=overflow,
         diagnostics=stderr[-4000:],
+        output=output,
     )
 
 

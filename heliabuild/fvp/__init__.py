@@ -8,7 +8,8 @@ One concept per module:
 - firmware: Arm's prebuilt runner from the `mlia-ethos-u` package (path, SHA-256, package version);
 - aot_firmware: the facts of heliabuild's own AOT firmware for the FVP (its targets, files, PMU events, figures);
 - launch: bounded, timed-out FVP subprocesses, run in parallel;
-- log: the strict UART log reader (the log, not the exit status, is the authority);
+- log: the strict UART log reader, reading each firmware by its own ending (the log is the authority; a
+  non-zero FVP exit status after a complete log fails the run too);
 - counters: merging the per-segment jobs of a sample into its figures;
 - heliabuild.runner.fvp (above this package): the runner build's and the run stage's parts.
 """

@@ -2,13 +2,15 @@
 
 `find_fvp(name)` looks in `$HELIA_FVP_DIR` first (the folder holding the executable, or its `models/<host>/`
 install folder: the first match of `<dir>/<name>`, `<dir>/*/<name>`, `<dir>/*/*/<name>`), then on PATH. A
-missing FVP is one FvpError saying what to install. `fvp_version(path)` is the first line of
-`<fvp> --version` naming a version, or None when the FVP does not say within 30 seconds.
+missing FVP is one FvpError saying what to install. `fvp_version(path)` is the version `<fvp> --version`
+prints as `Fast Models [11.27.25 (<build date>)]` (then a copyright line; the word "version" appears nowhere),
+`11.27.25`, or None when the FVP does not say so within 30 seconds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from heliabuild.errors import FvpError
 
 FVP_DIR_VARIABLE = "HELIA_FVP_DIR"
 VERSION_TIMEOUT_S = 30.0
+_VERSION = re.compile(r"^Fast Models \[([0-9]+(?:\.[0-9]+)+)[ \]]")
 _DOWNLOAD = "https://developer.arm.com/Tools%20and%20Software/Fixed%20Virtual%20Platforms"
 
 
@@ -40,7 +43,7 @@ def find_fvp(name: str) -> Path:
 
 
 def fvp_version(path: Path) -> str | None:
-    """The first line of `path --version` that names a version, or None (module docstring)."""
+    """The Fast Models version `path --version` prints, or None (module docstring)."""
     from heliabuild.firmware.qemu import run_bounded
 
     try:
@@ -50,6 +53,7 @@ def fvp_version(path: Path) -> str | None:
     if run.exit_status != 0:
         return None
     for line in run.console.splitlines():
-        if "version" in line.lower():
-            return line.strip()[:200]
+        found = _VERSION.match(line.strip())
+        if found is not None:
+            return found.group(1)
     return None

@@ -5,8 +5,8 @@ configured with, and how its command line spells the board (`mps3_board` on Cors
 `mps4_board` on Corstone-320). `resolve_target(accelerator, choice)` picks the target for a Vela accelerator
 config (`ethos-u55-128`) and an optional choice (`corstone-310`, or `corstone-300/ethos-u55-128` to name
 the NPU configuration too) and refuses, before anything runs, an accelerator config the target cannot run:
-another NPU, a MAC count the NPU has not, or MACs other than the configuration chosen (the FVP would stop
-with "E: NPU config mismatch").
+another NPU, a MAC count the NPU has not, or MACs other than the configuration chosen (the Ethos-U driver
+would refuse the command stream with `NPU config mismatch. npu.macs_per_cc=..., optimizer.macs_per_cc=...`).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def resolve_target(accelerator: str, choice: str | None = None, *, source: str =
             if configured != accelerator:
                 raise FvpError(
                     f"{source}: the Vela output is compiled for {accelerator}, but FVP target {choice} runs "
-                    f'{configured}; the FVP would stop with "E: NPU config mismatch"',
+                    f"{configured}; the Ethos-U driver would refuse its command stream (NPU config mismatch)",
                     hint=f"compile with --accelerator-config {configured}, or choose the target {platform}",
                 )
     for target in TARGETS:

@@ -129,13 +129,14 @@ def quantize_value(real: float, quant: Quant) -> int:
     return quant.zero_point + _round_half_away(float(np.float32(real) / np.float32(quant.scale)))
 
 
-def activation_range(activation: str, quant: Quant) -> tuple[int, int]:
-    """The int8 output bounds of a fused activation (TFLite's CalculateActivationRangeQuantized)."""
+def activation_range(activation: str, quant: Quant, bounds: tuple[int, int] = (-128, 127)) -> tuple[int, int]:
+    """The output bounds of a fused activation (TFLite's CalculateActivationRangeQuantized) within the type's
+    `bounds` (int8's by default)."""
     if activation not in ACTIVATIONS:
         raise Int8KernelError(
             f"int8 kernels: fused activation {activation!r} is not supported; expected one of {', '.join(ACTIVATIONS)}"
         )
-    low, high = -128, 127
+    low, high = bounds
     if activation == "RELU":
         low = max(low, quantize_value(0.0, quant))
     elif activation == "RELU6":
@@ -347,27 +348,38 @@ class BinaryParams:
     act_max: int
 
 
-def add_params(input1: Quant, input2: Quant, output: Quant, activation: str = "NONE") -> BinaryParams:
-    """TFLite's int8 ADD preparation: both inputs rescaled to 2 * max(scale) with 2^20 headroom."""
+def add_params(
+    input1: Quant,
+    input2: Quant,
+    output: Quant,
+    activation: str = "NONE",
+    *,
+    left_shift: int = ADD_LEFT_SHIFT,
+    bounds: tuple[int, int] = (-128, 127),
+) -> BinaryParams:
+    """TFLite's int8 ADD preparation: both inputs rescaled to 2 * max(scale) with 2^20 headroom (int16's
+    general-scale ADD: 2^15 and the int16 `bounds`)."""
     twice_max = 2.0 * max(input1.scale, input2.scale)
     m1, s1 = quantize_multiplier(input1.scale / twice_max)
     m2, s2 = quantize_multiplier(input2.scale / twice_max)
-    mo, so = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * output.scale))
+    mo, so = quantize_multiplier(twice_max / ((1 << left_shift) * output.scale))
     if so > 0:
         raise Int8KernelError(
-            f"int8 add: output scale {output.scale!r} is below 2 * max input scale / 2^20; "
-            "the output multiplier must be below 1"
+            f"int{8 if bounds == (-128, 127) else 16} add: output scale {output.scale!r} is below 2 * max input "
+            f"scale / 2^{left_shift}; the output multiplier must be below 1"
         )
-    low, high = activation_range(activation, output)
+    low, high = activation_range(activation, output, bounds)
     return BinaryParams(
-        input1.zero_point, input2.zero_point, output.zero_point, ADD_LEFT_SHIFT, m1, s1, m2, s2, mo, so, low, high
+        input1.zero_point, input2.zero_point, output.zero_point, left_shift, m1, s1, m2, s2, mo, so, low, high
     )
 
 
-def mul_params(input1: Quant, input2: Quant, output: Quant, activation: str = "NONE") -> BinaryParams:
+def mul_params(
+    input1: Quant, input2: Quant, output: Quant, activation: str = "NONE", *, bounds: tuple[int, int] = (-128, 127)
+) -> BinaryParams:
     """TFLite's int8 MUL preparation: one multiplier, double(s1) * double(s2) / double(s_out)."""
     mo, so = quantize_multiplier(input1.scale * input2.scale / output.scale)
-    low, high = activation_range(activation, output)
+    low, high = activation_range(activation, output, bounds)
     return BinaryParams(input1.zero_point, input2.zero_point, output.zero_point, 0, 0, 0, 0, 0, mo, so, low, high)
 
 
@@ -575,19 +587,21 @@ class Int8Kernels:
         input: np.ndarray,
         filter: np.ndarray,
         bias: np.ndarray | None,
+        kernel: str | None = None,
         *,
         sums: bool = True,
         scratch: bool = True,
         pointwise: bool = False,
     ) -> np.ndarray:
-        """CONV_2D, or DEPTHWISE_CONV_2D when `params.depthwise`; with `sums` and `scratch` the call passes the weight
-        sums and CONV_2D's im2col row (what the firmware does; the Helium bodies need them); `pointwise` calls the
-        1x1 entry (helia_conv2d_1x1_s8, no scratch)."""
+        """CONV_2D, or DEPTHWISE_CONV_2D when `params.depthwise`; `kernel` names another kernel taking
+        helia_conv_s8_args (TRANSPOSE_CONV's, called without weight sums or scratch). With `sums` and `scratch` the
+        call passes the weight sums and CONV_2D's im2col row (what the firmware does; the Helium bodies need them);
+        `pointwise` calls the 1x1 entry (helia_conv2d_1x1_s8, no scratch)."""
         x, f = _c_array(input, "int8"), _c_array(filter, "int8")
         b = None if bias is None else _c_array(bias, "int32")
         m, s = _c_array(params.multipliers, "int32"), _c_array(params.shifts, "int32")
-        ws = weight_sums(f, params.depthwise) if sums else None
-        row_bytes = 0 if pointwise else conv_scratch_bytes(params)
+        ws = weight_sums(f, params.depthwise) if sums and kernel is None else None
+        row_bytes = 0 if pointwise or kernel is not None else conv_scratch_bytes(params)
         row = np.zeros(row_bytes, np.int8) if scratch and row_bytes else None
         out = np.zeros(params.output_shape, np.int8)
         n, h, w, c = params.input_shape
@@ -598,7 +612,7 @@ class Int8Kernels:
             *params.pad, params.depth_multiplier, m.size, params.input_zero_point, params.output_zero_point,
             params.act_min, params.act_max, _pointer(ws, _I32), _pointer(row, _I8), 0 if row is None else row.size,
         )  # fmt: skip
-        name = "helia_depthwise_conv2d_s8" if params.depthwise else "helia_conv2d_s8"
+        name = kernel or ("helia_depthwise_conv2d_s8" if params.depthwise else "helia_conv2d_s8")
         name = "helia_conv2d_1x1_s8" if pointwise else name
         self._call(name, args, arrays=(x, f, b, m, s, ws, row, out), written=2)
         return out

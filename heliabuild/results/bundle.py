@@ -48,6 +48,7 @@ from heliabuild.results.layout import (
     summary_csv,
 )
 from heliabuild.results.receipt import RECEIPT_PATH, Receipt
+from heliabuild.results.scopes import scope_problem
 from heliabuild.results.statistics import compute_statistics
 from heliabuild.schema_files import validate
 
@@ -87,7 +88,7 @@ def _check_samples(
         where = f"measurements.samples[{position}]"
         if sample.index != position:
             raise ResultError(f"{where}.index: found {sample.index}, expected {position} (index 0 first, in order)")
-        problem = sample.segment_problem(segment_count)
+        problem = sample.segment_problem(segment_count) or sample.verification_problem()
         if problem is not None:
             raise ResultError(f"{where}.{problem}")
         for name in ("latency_s", "energy", "utilization_fraction"):
@@ -153,6 +154,9 @@ def build_bundle_files(
     if vela is not None:
         document["vela"] = dict(vela)
     validate(document, "result", RESULT_FILE)
+    problem = scope_problem(document["run_identity"]["backend"], scopes, samples)
+    if problem is not None:
+        raise ResultError(f"{RESULT_FILE}: {problem}")
     files: dict[str, bytes] = {RESULT_FILE: json_text(document).encode("utf-8")}
     if receipt is not None:
         receipt_document = receipt.to_json()

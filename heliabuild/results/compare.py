@@ -10,6 +10,7 @@ The comparison holds, in this order:
   `accelerator`, `system_config`, `memory_mode` and `vela_version` from its `vela` record; the same four
   and `fences` of a segments.json. An option a side does not record is None (`-`); only options whose two
   values differ are listed.
+- the outcome (bundles): each side's verification verdict and input source (heliabuild.results.verdict);
 - the estimates: Vela's estimated cycles per segment (a bundle's `segments[].estimated_cycles`, a
   segments.json's `segments[].op_cycles`) and their total, paired by operator range;
 - the memory: Vela's SRAM and off-chip flash allocation of the compiled model, in KiB (a segments.json's,
@@ -44,6 +45,7 @@ from typing import Any
 from heliabuild.errors import ResultError
 from heliabuild.files import json_text
 from heliabuild.results.figures import Figure, measured_figures
+from heliabuild.results.verdict import input_source, verdict
 
 FORMATS = ("text", "md", "json")
 BUNDLE = "bundle"
@@ -58,6 +60,10 @@ _VELA_OPTIONS = (
     ("vela_version", "version"),
 )
 """The options a comparison reads from Vela's record (a segments.json's or a bundle's `vela`): name, key."""
+
+
+OUTCOME = ("verification", "inputs")
+"""The outcome rows of two bundles: the verification verdict and the input source."""
 
 
 class CompareError(ResultError):
@@ -76,6 +82,8 @@ class Side:
     options: dict[str, str | None]
     figures: tuple[Figure, ...] = ()
     memory: dict[str, float | None] = field(default_factory=dict)
+    outcome: dict[str, str] = field(default_factory=dict)
+    """A bundle's verification verdict and input source (heliabuild.results.verdict), by name."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,11 @@ class Comparison:
             ],
             "max_regression": self.max_regression,
             "regressions": [pair.to_json() for pair in self.regressions],
+            "outcome": [
+                {"name": name, "base": self.base.outcome.get(name), "new": self.new.outcome.get(name)}
+                for name in OUTCOME
+                if name in self.base.outcome or name in self.new.outcome
+            ],
         }
 
 
@@ -197,6 +210,9 @@ def _bundle_side(path: Path) -> Side:
         options=options,
         figures=tuple(measured_figures(result)),
         memory={name: vela.get(name) for name in MEMORY_FIGURES} if vela else {},
+        outcome={"verification": verdict(identity, result.samples).text(), "inputs": input_source(identity)}
+        if result.executed
+        else {},
     )
 
 
@@ -348,6 +364,10 @@ def _tables(comparison: Comparison) -> list[tuple[str, list[str], list[list[str]
                 [[name, base or "-", new or "-"] for name, base, new in comparison.options],
             )
         )
+    before, after = comparison.base.outcome, comparison.new.outcome
+    if before or after:
+        outcome = [[name, before.get(name, "-"), after.get(name, "-")] for name in OUTCOME]
+        tables.append(("outputs and inputs", ["", "base", "new"], outcome))
     tables.append(
         (
             "estimates (Vela's estimated cycles, not measurements)",

@@ -18,6 +18,7 @@ from heliabuild.results.figures import SPREAD_LIMIT, Figure, measured_figures, s
 from heliabuild.results.reader import Result, load_result
 from heliabuild.results.statistics import median
 from heliabuild.results.summary import kib_text
+from heliabuild.results.verdict import input_source, verdict
 
 FIELDS = ("statistics", "samples")
 FORMATS = ("json", "csv")
@@ -72,6 +73,9 @@ def show_result(result: Result) -> str:
             f"  acquisition {receipt.state}: {receipt.warmup_invokes} warmup, {receipt.measured_invokes} measured, "
             f"initialization {receipt.initialization}, call_once_present {_text(receipt.call_once_present)}"
         )
+    if result.executed:
+        lines.append(f"  verification: {verdict(identity, result.samples).text()}")
+        lines.append(f"  inputs: {input_source(identity)}")
     if result.vela is not None:
         lines.extend(vela_lines(result.vela))
     figures = measured_figures(result)

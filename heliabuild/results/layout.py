@@ -173,6 +173,29 @@ class Sample:
             return f"segment_latency_s: found {found} entries, expected one per segment ({segment_count})"
         return None
 
+    def verification_problem(self) -> str | None:
+        """Why the sample's `verification` contradicts itself (`verification[k].<field>: ...`), or None: per
+        output, the unbounded elements are among the differing ones, which are among its elements, and
+        `max_abs_diff` is null exactly when some element differs without bound (0 when none differs)."""
+        for position, check in enumerate(self.verification or ()):
+            where = f"verification[{position}]"
+            unbounded = int(check.get("unbounded_elements", 0))
+            differing, elements, largest = (
+                int(check["differing_elements"]),
+                int(check["elements"]),
+                check["max_abs_diff"],
+            )
+            if not unbounded <= differing <= elements:
+                return (
+                    f"{where}.differing_elements: {differing} of {elements} elements, {unbounded} of them unbounded: "
+                    "not a count of this output's elements"
+                )
+            if (largest is None) != (unbounded > 0):
+                return f"{where}.max_abs_diff: {largest!r} with {unbounded} unbounded elements"
+            if differing == 0 and largest not in (0, None):
+                return f"{where}.max_abs_diff: {largest!r} with no differing element"
+        return None
+
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> Sample:
         """A sample from an already schema-validated `measurements.samples[i]`."""

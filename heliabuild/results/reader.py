@@ -11,8 +11,9 @@
    lists every file of the bundle but itself (and signature.json), each with the sha256 of its bytes;
 4. result.json validates against its schema;
 5. exactly one receipt, supported, consistent with the stage, the runtime and the number of samples;
-6. the samples are in order (index 0 first), their output files match their signatures, run_summary.csv
-   matches them, and the stored statistics reproduce them exactly.
+6. the samples are in order (index 0 first), each figure is non-null only where the result's `scopes` name
+   how the backend measured it (heliabuild.results.scopes), their output files match their signatures,
+   run_summary.csv matches them, and the stored statistics reproduce them exactly.
 
 Every failure is a ResultError (ReceiptError for the receipt) naming the file and the field.
 """
@@ -44,6 +45,7 @@ from heliabuild.results.layout import (
     summary_csv,
 )
 from heliabuild.results.receipt import RECEIPT_PATH, SCHEMA_ID, Receipt
+from heliabuild.results.scopes import scope_problem
 from heliabuild.results.statistics import Statistics, compute_statistics
 from heliabuild.schema_files import validate
 
@@ -287,7 +289,7 @@ def verify_bundle(path: str | os.PathLike[str], *, known_valid: frozenset[str] =
             where = f"{RESULT_FILE}: measurements.samples[{position}]"
             if sample.index != position:
                 raise ResultError(f"{where}.index: found {sample.index}, expected {position}")
-            problem = sample.segment_problem(segment_count)
+            problem = sample.segment_problem(segment_count) or sample.verification_problem()
             if problem is not None:
                 raise ResultError(f"{where}.{problem}")
             for name, file_name in output_files(list(sample.signatures)).items():
@@ -297,6 +299,9 @@ def verify_bundle(path: str | os.PathLike[str], *, known_valid: frozenset[str] =
                     raise ResultError(f"{where}.signatures[{name!r}]: output file {relative} is missing")
                 if sha256_bytes(contents[relative]) != sample.signatures[name]:
                     raise ResultError(f"{where}.signatures[{name!r}]: does not match the bytes of {relative}")
+        problem = scope_problem(document["run_identity"]["backend"], document.get("scopes"), samples)
+        if problem is not None:
+            raise ResultError(f"{RESULT_FILE}: {problem}")
         extra = sorted(name for name in contents if name.startswith(f"{SAMPLES_DIR}/") and name not in expected_files)
         if extra:
             raise ResultError(f"{extra[0]}: an output file no sample's signatures name")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from heliabuild.results.statistics import median
+from heliabuild.results.verdict import input_source, verdict
 
 if TYPE_CHECKING:
     from heliabuild.results.reader import Result
@@ -19,8 +20,10 @@ def kib_text(value: float | None) -> str:
 def bundle_facts(result: Result) -> tuple[str, ...]:
     """What a row shows of a verified bundle: its backend, its segments, Vela's estimated cycles per segment
     (an estimate), Vela's SRAM and off-chip flash allocation of the compiled model (Vela's compile-time
-    figures, `-` where the bundle has none) and the measured figure's median per invoke (instructions on
-    QEMU, host wall time on LiteRT, each named by its unit)."""
+    figures, `-` where the bundle has none), the measured figure's median per invoke (instructions on
+    QEMU, host wall time on LiteRT, each named by its unit), the verification verdict in short (its reference
+    and the differing elements, heliabuild.results.verdict) and the input source (`zeros` or the tensor_io
+    files)."""
     cycles = [segment["estimated_cycles"] for segment in result.segments]
     samples = result.samples
     latencies = [s.latency_s for s in samples if s.latency_s is not None]
@@ -35,4 +38,6 @@ def bundle_facts(result: Result) -> tuple[str, ...]:
     backend = result.document["run_identity"]["backend"]
     vela = result.vela or {}
     memory = [kib_text(vela.get(figure)) for figure in ("sram_memory_used_kib", "off_chip_flash_memory_used_kib")]
-    return (backend, str(len(cycles)), estimated, *memory, measured)
+    identity = result.document["run_identity"]
+    checked = verdict(identity, samples).short()
+    return (backend, str(len(cycles)), estimated, *memory, measured, checked, input_source(identity))

@@ -5,7 +5,8 @@ heliabuild.results.reader.load_result). It holds the point's options (its value 
 segment count, Vela's estimated cycles per segment (an estimate, never a measurement), the measured
 figures the backend has (each the median over the measured invokes, in total and per segment, with its
 unit and the scope the result names; null where the backend does not measure it) and Vela's SRAM and
-off-chip flash use (Vela's compile-time figures from its summary CSV, null where it reported none).
+off-chip flash use (Vela's compile-time figures from its summary CSV, null where it reported none), and the
+bundle's verification verdict and input source (heliabuild.results.verdict).
 
 The table is written as `<name>_sweep.json` (schemas/sweep.schema.json), `<name>_sweep.csv` (one line per
 row; lists `/`-joined, null an empty cell) and printed as text (`SweepTable.to_text`). Paths in it are
@@ -29,6 +30,7 @@ from heliabuild.files import json_text
 from heliabuild.grid import Point, canonical
 from heliabuild.results.figures import measured_figures
 from heliabuild.results.reader import load_result
+from heliabuild.results.verdict import input_source, verdict
 from heliabuild.schema_files import validate
 
 SWEEP_SCHEMA_VERSION = 1
@@ -89,6 +91,10 @@ class SweepRow:
     vela_sram_used_kib: float | None
     vela_off_chip_flash_used_kib: float | None
     bundle: str
+    verification: str = "not compared"
+    """The bundle's verification verdict in short (heliabuild.results.verdict.Verdict.short)."""
+    inputs: str = "zeros"
+    """The bundle's input source: `zeros` or the tensor_io files (heliabuild.results.verdict.input_source)."""
 
     @property
     def segment_count(self) -> int:
@@ -107,6 +113,8 @@ class SweepRow:
             "vela_sram_used_kib": self.vela_sram_used_kib,
             "vela_off_chip_flash_used_kib": self.vela_off_chip_flash_used_kib,
             "bundle": self.bundle,
+            "verification": self.verification,
+            "inputs": self.inputs,
         }
 
     @classmethod
@@ -122,6 +130,8 @@ class SweepRow:
             vela_sram_used_kib=document["vela_sram_used_kib"],
             vela_off_chip_flash_used_kib=document["vela_off_chip_flash_used_kib"],
             bundle=document["bundle"],
+            verification=document["verification"],
+            inputs=document["inputs"],
         )
 
 
@@ -159,7 +169,7 @@ class SweepTable:
         header = ["pipeline", "point", *self.axes, "segments", "vela_estimated_cycles", "vela_estimated_cycles_total"]
         for quantity, *_ in QUANTITIES:
             header += [f"measured_{quantity}_{part}" for part in ("median", "segments", "unit", "scope")]
-        header += ["vela_sram_used_kib", "vela_off_chip_flash_used_kib", "bundle"]
+        header += ["vela_sram_used_kib", "vela_off_chip_flash_used_kib", "bundle", "verification", "inputs"]
         stream = io.StringIO()
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(header)
@@ -174,13 +184,14 @@ class SweepTable:
                 else:
                     cells += [_cell(measured.median), _joined(measured.segments), measured.unit, _cell(measured.scope)]
             cells += [_cell(row.vela_sram_used_kib), _cell(row.vela_off_chip_flash_used_kib), row.bundle]
+            cells += [row.verification, row.inputs]
             writer.writerow(cells)
         return stream.getvalue()
 
     def to_text(self) -> str:
         """The table printed after a build: one line per point, in columns, then the files' names."""
-        header = ["point", "pipeline", "segments", "Vela est. cycles/segment", "measured median", "Vela SRAM KiB"]
-        header.append("Vela flash KiB")
+        header = ["point", "pipeline", "segments", "Vela est. cycles/segment", "measured median", "verification"]
+        header += ["inputs", "Vela SRAM KiB", "Vela flash KiB"]
         rows = [
             [
                 row.point.folder,
@@ -188,6 +199,8 @@ class SweepTable:
                 str(row.segment_count),
                 _joined(row.estimated_cycles) or "-",
                 measured_text(row),
+                row.verification,
+                row.inputs,
                 _kib(row.vela_sram_used_kib),
                 _kib(row.vela_off_chip_flash_used_kib),
             ]
@@ -283,4 +296,6 @@ def read_row(
         vela_sram_used_kib=vela.get("sram_memory_used_kib"),
         vela_off_chip_flash_used_kib=vela.get("off_chip_flash_memory_used_kib"),
         bundle=Path(os.path.relpath(bundle, table_folder)).as_posix(),
+        verification=verdict(result.document["run_identity"], result.samples).short(),
+        inputs=input_source(result.document["run_identity"]),
     )

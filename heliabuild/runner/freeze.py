@@ -180,7 +180,7 @@ def build_runner(
         _check_aot_plan(Path(aot_plan), recorded["aot_plan"], *plan_subject, platform=qemu.TARGET if aot else None)
 
     _check_bundle_size(resolved, len(cut.graph_outputs))
-    frozen = _freeze_policy(resolved, cut, aot or fvp_aot)
+    frozen = _freeze_policy(resolved, cut, aot or fvp_aot, backend, compares=aot or fvp_aot)
     outputs.update(frozen.input_files)
 
     from heliabuild import __version__
@@ -300,7 +300,11 @@ def _check_bundle_size(policy: Policy, outputs: int) -> None:
         )
 
 
-def _freeze_policy(resolved: Policy, cut: SegmentedModel, aot: bool) -> FrozenPolicy:
+def _freeze_policy(resolved: Policy, cut: SegmentedModel, aot: bool, backend: str, *, compares: bool) -> FrozenPolicy:
+    """runner.json's `policy` and the input files it copies. `compares`: the backend compares every run's
+    outputs (qemu-m55, the fvp AOT firmware), so `verification` is resolved even without the policy's block."""
+    from heliabuild.runner.verification import resolve_verification
+
     tensor_io = None
     files: dict[str, bytes] = {}
     if resolved.tensor_io is not None:
@@ -309,7 +313,9 @@ def _freeze_policy(resolved: Policy, cut: SegmentedModel, aot: bool) -> FrozenPo
             data = _check_input_bytes(resolved, entry, cut)
             name = f"{INPUTS_DIR}/input_{entry.index}.bin"
             files[name] = data
-            entries.append({"index": entry.index, "file": name, "sha256": sha256_bytes(data)})
+            entries.append(
+                {"index": entry.index, "file": name, "sha256": sha256_bytes(data), "source": Path(entry.file).name}
+            )
         tensor_io = {"inputs": entries}
     document: dict[str, Any] = {
         "state": resolved.state,
@@ -319,8 +325,9 @@ def _freeze_policy(resolved: Policy, cut: SegmentedModel, aot: bool) -> FrozenPo
         "tensor_io": tensor_io,
         "fvp_enabled": resolved.fvp_enabled,
     }
-    if resolved.verification is not None:
-        document["verification"] = dict(resolved.verification)
+    verification = resolve_verification(resolved.verification, backend, compares_always=compares)
+    if verification is not None:
+        document["verification"] = verification
     return FrozenPolicy(document, files)
 
 
@@ -334,7 +341,7 @@ def firmware_config(
     model_path = Path(model)
     loaded = load_model(_read_bytes(model_path, "model", MAX_MODEL_BYTES), name=str(model_path))
     cut = cut_segments(loaded)
-    frozen = _freeze_policy(_policy(policy), cut, aot=True)
+    frozen = _freeze_policy(_policy(policy), cut, aot=True, backend=qemu.BACKEND, compares=True)
     return firmware_config_source(prefix, qemu.firmware_policy(frozen.document), frozen.fills(cut))
 
 

@@ -21,8 +21,8 @@ Vela's compiled model from its AOT plan (its `ethos-u` operators become Ethos-U 
 Vela's OfflineMemoryAllocation), compiles the frozen policy in and links it with the firmware library of target
 `corstone300` and the driver named by `HELIA_ETHOSU_DRIVER_DIR` (heliabuild.firmware.driver: no driver folder,
 or one lacking what the build needs, is one error naming what is missing, before anything is compiled).
-`measure_aot` runs the ELF in one job with the full lifecycle (warmups, carry): the UART log is read as for the
-prebuilt runner (heliabuild.fvp.log.read_log), then its record stream is checked against the frozen runner
+`measure_aot` runs the ELF in one job with the full lifecycle (warmups, carry): the UART log is read by
+core-platform's ending (heliabuild.fvp.log.read_log), then its record stream is checked against the frozen runner
 (heliabuild.firmware.protocol.read_stream), the outputs are compared with LiteRT's reference kernels, and each
 segment's PMU counts become the sample's figures (heliabuild.fvp.aot_firmware.sample_figures).
 
@@ -61,6 +61,7 @@ SEGMENT_FILE = "segment_{index}.tflite"
 """A segment sub-model's name in the run's private temporary folder."""
 SCOPES = {
     "cycles": COUNTER_SCOPE,
+    "traffic_beats": COUNTER_SCOPE,
     "instructions": None,
     "latency_s": None,
     "segment_latency_s": None,
@@ -253,16 +254,35 @@ class FvpMeasurement:
     firmware_version: str
 
 
-def measure_fvp(runner: Any, timeout_s: float | None = None) -> FvpMeasurement:
+def keep_log(error: Any, result_dir: Path | None, job: str) -> FvpError:
+    """The FvpError to raise for `error` (a heliabuild.fvp.log.UnreadLog: a log its reader does not know), after
+    keeping the job's UART log in the failed run's own folder: a new folder beside `result_dir` named
+    `<result>.failed-<random>` (created for this run, so no file of the user's is touched), the log in it as
+    `<job>.uart.log`, the bytes the FVP wrote. The message names the file."""
+    if result_dir is None:
+        return FvpError(error.message, hint=error.hint)
+    parent = result_dir.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=f"{result_dir.name}.failed-", dir=parent))
+        path = folder / f"{job}.uart.log"
+        path.write_bytes(error.output)
+    except OSError as failure:
+        return FvpError(f"{error.message} (the UART log could not be kept: {failure.strerror})", hint=error.hint)
+    return FvpError(f"{error.message}; the UART log is kept in {path}", hint=error.hint)
+
+
+def measure_fvp(runner: Any, timeout_s: float | None = None, result_dir: Path | None = None) -> FvpMeasurement:
     """Run the runner's jobs on its FVP and read them (module docstring). `timeout_s` lowers the host's bound
     on each job (default: the recorded `--timelimit` plus heliabuild.fvp.launch.GRACE_S). FvpError for any job
-    the log does not show succeed; then nothing is published."""
+    the log does not show succeed; then nothing is published (a log its reader does not know is kept beside
+    `result_dir`: keep_log)."""
     from heliabuild.fvp.command import command_from_record
     from heliabuild.fvp.counters import sample_figures, segment_beats
     from heliabuild.fvp.firmware import installed_runner
     from heliabuild.fvp.launch import GRACE_S, run_jobs
     from heliabuild.fvp.locate import find_fvp, fvp_version
-    from heliabuild.fvp.log import read_job
+    from heliabuild.fvp.log import UnreadLog, read_job
 
     source = str(runner.path)
     section = runner.document.get("fvp")
@@ -291,10 +311,14 @@ def measure_fvp(runner: Any, timeout_s: float | None = None) -> FvpMeasurement:
             commands.append(command_from_record(section["command"], executable, application.path, str(path)))
         for _ in range(int(runner.policy["measured_invokes"])):
             runs = run_jobs(commands, bound)
-            jobs = [
-                read_job(run, target["npu"], f"{source}: segment {entry['index']} ({target['executable']})")
-                for run, entry in zip(runs, section["segments"], strict=True)
-            ]
+            jobs = []
+            for run, entry in zip(runs, section["segments"], strict=True):
+                try:
+                    jobs.append(
+                        read_job(run, target["npu"], f"{source}: segment {entry['index']} ({target['executable']})")
+                    )
+                except UnreadLog as error:
+                    raise keep_log(error, result_dir, f"segment_{entry['index']}") from None
             figures.append(sample_figures(jobs))
             beats.append(segment_beats(jobs))
     return FvpMeasurement(
@@ -306,14 +330,17 @@ def measure_fvp(runner: Any, timeout_s: float | None = None) -> FvpMeasurement:
     )
 
 
-def measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, Any]]) -> Any:
+def measurement(
+    runner: Any, timeout_s: float | None, segments: list[dict[str, Any]], result_dir: Path | None = None
+) -> Any:
     """The heliabuild.runner.lifecycle.Measurement of one fvp run of `runner` (`segments`: the result's
-    segments with Vela's estimates). No output tensor is printed by the runner, so a sample has no outputs."""
+    segments with Vela's estimates; `result_dir`: where the failed run's own folder goes, keep_log). No output
+    tensor is printed by the runner, so a sample has no outputs."""
     from heliabuild.runner.measurement import Measurement
 
     if runner.document["fvp"]["firmware"]["source"] == AOT_SOURCE:
-        return _aot_measurement(runner, timeout_s, segments)
-    run = measure_fvp(runner, timeout_s)
+        return _aot_measurement(runner, timeout_s, segments, result_dir)
+    run = measure_fvp(runner, timeout_s, result_dir)
     policy = runner.policy
     return Measurement(
         state=policy["state"],
@@ -329,7 +356,9 @@ def measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, A
     )
 
 
-def _aot_measurement(runner: Any, timeout_s: float | None, segments: list[dict[str, Any]]) -> Any:
+def _aot_measurement(
+    runner: Any, timeout_s: float | None, segments: list[dict[str, Any]], result_dir: Path | None
+) -> Any:
     """The Measurement of one run of heliabuild's AOT firmware on the FVP (heliabuild.fvp.aot_firmware): one job,
     the whole lifecycle, the receipt the firmware wrote; runtime `aot`, initialization before_measurement."""
     from heliabuild import __version__
@@ -347,7 +376,7 @@ def _aot_measurement(runner: Any, timeout_s: float | None, segments: list[dict[s
     elf = runner.folder / section["firmware"]["elf"]["file"]
     command = command_from_record(section["command"], executable, elf, "")
     source = f"{runner.path}: {target['executable']}"
-    run = measure_aot(runner, command, bound, source)
+    run = measure_aot(runner, command, bound, source, result_dir)
     names = list(section["firmware"]["output_names"])
     return Measurement(
         state=run.state,
@@ -463,28 +492,36 @@ class AotMeasurement:
     verification: list[list[dict[str, Any]]]
 
 
-def measure_aot(runner: Any, command: list[str], bound_s: float, source: str) -> AotMeasurement:
+def measure_aot(
+    runner: Any, command: list[str], bound_s: float, source: str, result_dir: Path | None = None
+) -> AotMeasurement:
     """Run the job `command` (the recorded command with this machine's paths) and verify what the firmware
-    reports (module docstring). FvpError or FirmwareError for a run the host cannot trust; RunnerError when
-    an output differs from the reference by more than the policy's `verification.max_abs_diff`."""
+    reports (module docstring). FvpError or FirmwareError for a run the host cannot trust; VerificationError
+    when an output differs from the reference by more than the policy's `verification.max_abs_diff`."""
     from heliabuild.firmware.protocol import read_stream, stream_failure
     from heliabuild.fvp.launch import run_job
-    from heliabuild.fvp.log import read_log
-    from heliabuild.runner.qemu import expectation_of, verify_samples
+    from heliabuild.fvp.log import CORE_PLATFORM, UnreadLog, read_log
+    from heliabuild.runner.qemu import expectation_of, verified_samples
 
     firmware = runner.document["fvp"]["firmware"]
     vela_sha256 = runner.document["inputs"]["vela_model"]["sha256"]
     expectation, fills = expectation_of(runner, firmware, vela_sha256, int(firmware["npu_events"]))
-    log, code = read_log(run_job(command, bound_s), source)
-    if code != 0:
-        raise FvpError(stream_failure(log, code, source))
-    run = read_stream(log, expectation, source)
-    checks = verify_samples(runner, run, expectation, fills)
+    try:
+        log = read_log(run_job(command, bound_s), source, endings=(CORE_PLATFORM,))
+    except UnreadLog as error:
+        raise keep_log(error, result_dir, "firmware") from None
+    if log.exit_code != 0:
+        raise FvpError(stream_failure(log.text, log.exit_code, source))
+    run = read_stream(log.text, expectation, source)
+    verified = verified_samples(runner, run, expectation, fills)
+    figures = [sample_figures(sample.segment_counters) for sample in run.samples]
+    for figure, (_, finite) in zip(figures, verified, strict=True):
+        figure["sanity"] = {**figure["sanity"], "outputs_finite": finite}  # read from the outputs' bytes
     return AotMeasurement(
         state=run.receipt.state,
         warmup_invokes=run.receipt.warmup_invokes,
         measured_invokes=run.receipt.measured_invokes,
-        figures=[sample_figures(sample.segment_counters) for sample in run.samples],
+        figures=figures,
         outputs=[list(sample.outputs) for sample in run.samples],
-        verification=checks,
+        verification=[checks for checks, _ in verified],
     )

@@ -14,8 +14,8 @@ Backends (docs/runner.md, "Backends"):
   then times each segment (its interpreter and its closing fence's copy) with time.perf_counter: host wall
   time, `segment_latency_s`, adding up to `latency_s`. The host counts no cycle: `cycles` is null.
 - `qemu-m55`: the runner's firmware on QEMU (heliabuild.runner.qemu): instructions per segment and per
-  invoke, outputs compared with LiteRT's reference kernels; `cycles` and `latency_s` are null (QEMU models
-  neither).
+  invoke, outputs compared with LiteRT's reference kernels (refused on any difference unless the policy sets
+  another bound); `cycles` and `latency_s` are null (QEMU models neither).
 
 `carry` keeps the one instance across warmups and samples; `single` is one invoke on the initialized
 instance without warmup. Filling inputs is not resetting state: resource variables persist. Vela's
@@ -104,13 +104,15 @@ def _lifecycle_counts(runner: Runner) -> tuple[str, int, int]:
     return state, warmups, measured
 
 
-def measure(runner: Runner, timeout_s: float | None = None) -> Measurement:
+def measure(runner: Runner, timeout_s: float | None = None, result_dir: Path | None = None) -> Measurement:
     """Execute the lifecycle the runner's policy states with the runner's backend; what it measured.
-    `timeout_s` bounds a run on a simulated target (default heliabuild.runner.qemu.DEFAULT_TIMEOUT_S)."""
+    `timeout_s` bounds a run on a simulated target (default heliabuild.runner.qemu.DEFAULT_TIMEOUT_S). An fvp
+    run that fails in a way its log reader does not know keeps the log beside `result_dir`
+    (heliabuild.runner.fvp.keep_log)."""
     if runner.backend == "fvp":
         from heliabuild.runner.fvp import measurement
 
-        return measurement(runner, timeout_s, _segments(runner))
+        return measurement(runner, timeout_s, _segments(runner), result_dir)
     if runner.backend == qemu.BACKEND:
         return _measure_qemu(runner, qemu.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
     if runner.backend != "litert":
@@ -181,19 +183,18 @@ def _verify(
     outputs: list[list[tuple[str, bytes]]],
     verification: dict[str, Any],
 ) -> list[list[dict[str, Any]]]:
-    """Each sample's outputs against LiteRT's reference kernels on the unfenced model run through the same
-    invokes (heliabuild.runner.verification); RunnerError above the policy's bound."""
-    from heliabuild.runner.verification import compare_outputs, first_excess, reference_outputs, verification_failure
+    """Each sample's outputs against LiteRT with the policy's resolver on the unfenced model run through the
+    same invokes (heliabuild.runner.verification); VerificationError above the policy's bound."""
+    from heliabuild.runner.verification import check_sample, compare_outputs, reference_outputs
 
-    reference = reference_outputs(qemu.unfenced_model(runner.model_path), fills, warmups + len(outputs))
-    result = []
-    for index, sample in enumerate(outputs):
-        checks = compare_outputs(reference[warmups + index], [data for _, data in sample])
-        excess = first_excess(checks, verification.get("max_abs_diff"))
-        if excess is not None:
-            raise RunnerError(verification_failure(runner, index, excess, verification.get("max_abs_diff")))
-        result.append([check.to_json() for check in checks])
-    return result
+    model = qemu.unfenced_model(runner.model_path)
+    reference = reference_outputs(model, fills, warmups + len(outputs), verification["resolver"])
+    return [
+        check_sample(
+            runner, index, compare_outputs(reference[warmups + index], [data for _, data in sample]), verification
+        )
+        for index, sample in enumerate(outputs)
+    ]
 
 
 def _measure_qemu(runner: Runner, timeout_s: float) -> Measurement:
@@ -203,8 +204,8 @@ def _measure_qemu(runner: Runner, timeout_s: float) -> Measurement:
     names = [f"output_{k}" for k in range(len(run.outputs[0]) if run.outputs else 0)]
     names = runner.document["firmware"].get("output_names") or names
     figures = [
-        {"instructions": counts, "verification": checks, "sanity": {"outputs_finite": True}}
-        for counts, checks in zip(run.instructions, run.verification, strict=True)
+        {"instructions": counts, "verification": checks, "sanity": {"outputs_finite": finite}}
+        for counts, checks, finite in zip(run.instructions, run.verification, run.outputs_finite, strict=True)
     ]
     return Measurement(
         state=run.state,
@@ -243,7 +244,7 @@ def run_runner(
     scopes: dict[str, Any] | None = None
     extra_versions: dict[str, str | None] = {}
     if runner.policy["fvp_enabled"]:
-        result = measure(runner, timeout_s)
+        result = measure(runner, timeout_s, Path(result_dir))
         receipt = Receipt(
             state=result.state,
             warmup_invokes=result.warmup_invokes,

@@ -5,7 +5,7 @@
         enabled: true
         acquisition: {state: carry, warmup_invokes: 2, measured_invokes: 3}
         tensor_io: {inputs: [{index: 0, file: input0.bin}]}
-        verification: {reference: litert, max_abs_diff: 0}   # qemu-m55: outputs against LiteRT's reference
+        verification: {reference: litert, resolver: BUILTIN_REF, max_abs_diff: 0}   # outputs against LiteRT
 
 `load_policy(path)` reads YAML or JSON (as heliabuild.documents says: a regular file, bounded, UTF-8, no YAML
 aliases); `Policy.from_json(document, source)` takes a parsed document. Every rejection is one PolicyError naming
@@ -37,6 +37,9 @@ MAX_MEASURED_INVOKES = 10_000
 """At most 10000 measured invokes: the bundle keeps every sample's outputs as files (heliabuild.results.reader
 reads at most MAX_BUNDLE_ENTRIES entries; the runner build checks the product with the model's outputs)."""
 MAX_INPUT_INDEX = 65535
+VERIFICATION_KEYS = ("reference", "resolver", "max_abs_diff")
+"""The keys of `defaults.fvp.verification`, kept as given: an explicit `max_abs_diff: null` opts out of the
+backend's default bound (heliabuild.runner.verification.resolve_verification)."""
 OUTSIDE_OPT_IN = "allow_outside_policy_folder"
 """The `tensor_io` key that lets a policy file name input files outside its folder."""
 
@@ -131,7 +134,7 @@ class Policy:
             inputs_outside_allowed=outside,
             verification=None
             if verification is None
-            else {"reference": verification["reference"], "max_abs_diff": verification.get("max_abs_diff")},
+            else {key: verification[key] for key in VERIFICATION_KEYS if key in verification},
         )
 
     def warmups_for(self, *, call_once_present: bool | None, aot: bool = False) -> int:

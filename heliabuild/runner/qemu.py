@@ -155,6 +155,7 @@ class FirmwareMeasurement:
     instructions: list[dict[str, Any]]
     outputs: list[list[bytes]]
     verification: list[list[dict[str, Any]]]
+    outputs_finite: list[bool]
 
 
 def instructions_of(segment_ticks: Sequence[int]) -> dict[str, Any]:
@@ -206,27 +207,36 @@ def expectation_of(runner: Any, firmware: dict[str, Any], model_sha256: str, npu
     return expectation, fills
 
 
-def verify_samples(runner: Any, run: Any, expectation: Any, fills: list[bytes | None]) -> list[list[dict[str, Any]]]:
-    """Each sample's outputs of the verified `run` compared with LiteRT's reference kernels on the unfenced
-    model through the same invokes; RunnerError above the policy's `verification.max_abs_diff`."""
-    from heliabuild.runner.verification import compare_outputs, first_excess, reference_outputs, verification_failure
+def verified_samples(
+    runner: Any, run: Any, expectation: Any, fills: list[bytes | None]
+) -> list[tuple[list[dict[str, Any]], bool]]:
+    """Each sample's outputs of the verified `run` compared with LiteRT on the unfenced model through the same
+    invokes, as the runner's `policy.verification` says (heliabuild.runner.verification), and whether its
+    floating outputs are all finite; VerificationError above the bound."""
+    from heliabuild.runner.verification import (
+        check_sample,
+        compare_outputs,
+        outputs_finite,
+        reference_outputs,
+        resolve_verification,
+    )
 
+    verification = runner.policy.get("verification") or resolve_verification(None, BACKEND, compares_always=True)
     warmups = expectation.warmup_invokes
-    reference = reference_outputs(unfenced_model(runner.model_path), fills, warmups + expectation.measured_invokes)
-    bound = (runner.policy.get("verification") or {}).get("max_abs_diff")
-    checks: list[list[dict[str, Any]]] = []
+    reference = reference_outputs(
+        unfenced_model(runner.model_path), fills, warmups + expectation.measured_invokes, verification["resolver"]
+    )
+    verified = []
     for sample in run.samples:
-        sample_checks = compare_outputs(reference[warmups + sample.index], sample.outputs)
-        excess = first_excess(sample_checks, bound)
-        if excess is not None:
-            raise RunnerError(verification_failure(runner, sample.index, excess, bound))
-        checks.append([check.to_json() for check in sample_checks])
-    return checks
+        expected = reference[warmups + sample.index]
+        checks = check_sample(runner, sample.index, compare_outputs(expected, sample.outputs), verification)
+        verified.append((checks, outputs_finite(expected, sample.outputs)))
+    return verified
 
 
 def measure_firmware(runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> FirmwareMeasurement:
     """Run the runner's firmware on QEMU and verify what it reports (module docstring). FirmwareError for a
-    run the host cannot trust; RunnerError when an output differs from the reference by more than the
+    run the host cannot trust; VerificationError when an output differs from the reference by more than the
     policy's `verification.max_abs_diff`."""
     from heliabuild.firmware.protocol import read_run
     from heliabuild.firmware.qemu import run_on_qemu
@@ -236,12 +246,13 @@ def measure_firmware(runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> Firmw
     run = read_run(
         run_on_qemu(runner.folder / firmware["elf"]["file"], timeout_s=timeout_s), expectation, str(runner.path)
     )
-    checks = verify_samples(runner, run, expectation, fills)
+    verified = verified_samples(runner, run, expectation, fills)
     return FirmwareMeasurement(
         state=run.receipt.state,
         warmup_invokes=run.receipt.warmup_invokes,
         measured_invokes=run.receipt.measured_invokes,
         instructions=[instructions_of(sample.segment_ticks) for sample in run.samples],
         outputs=[list(sample.outputs) for sample in run.samples],
-        verification=checks,
+        verification=[checks for checks, _ in verified],
+        outputs_finite=[finite for _, finite in verified],
     )

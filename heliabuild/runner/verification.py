@@ -1,37 +1,86 @@
-"""Numerical verification of a target's outputs against LiteRT's reference kernels (docs/firmware.md,
-"Verification").
+"""Numerical verification of a target's outputs against LiteRT (docs/runner.md, "Verification").
 
 The reference is LiteRT running the unfenced model (the fenced model with its fences stripped: fences are
-identity copies) with `OpResolverType.BUILTIN_REF`, the reference kernels whose arithmetic heliabuild's own
-kernels reproduce, on the same input bytes the target was given. Each output is compared element by
-element: the largest absolute difference (in the output's own units: quantized steps for an integer tensor)
-and the number of elements that differ.
+identity copies) with a named op resolver, on the same input bytes the target was given, through the same
+invokes on one instance. The resolver is the policy's choice, `reference_resolver` by default
+(`resolve_verification`): LiteRT's reference kernels (`BUILTIN_REF`), whose arithmetic heliabuild's own
+kernels reproduce, for the firmware backends; the litert backend's own resolver for a host run, so like is
+compared with like.
+
+Each output is compared element by element: the largest absolute difference (in the output's own units:
+quantized steps for an integer tensor), the number of elements that differ and the number that differ
+without bound. Two NaNs are equal (whatever their payload); a NaN against a number, or an infinity against
+anything else, is an unbounded difference, which no `max_abs_diff` admits, and makes `max_abs_diff` null
+(JSON has no NaN or infinity).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-from heliabuild.errors import RunnerError
+from heliabuild.errors import RunnerError, VerificationError
+from heliabuild.results.verdict import reference_text
 
-REFERENCE_RESOLVER = OpResolverType.BUILTIN_REF
 REFERENCE = "litert"
+REFERENCE_KERNELS = "BUILTIN_REF"
+"""LiteRT's reference kernels: heliabuild's own kernels are bit-exact with them (docs/kernels.md)."""
+HOST_RESOLVER = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
+"""The op resolver of the litert backend (heliabuild.runner.litert.OP_RESOLVER): LiteRT's default kernels."""
+RESOLVERS = (REFERENCE_KERNELS, HOST_RESOLVER)
+
+
+def reference_resolver(backend: str) -> str:
+    """The resolver a backend's outputs are compared with by default: the one computing like the backend
+    (its own for the litert backend, the reference kernels heliabuild's kernels reproduce otherwise)."""
+    return HOST_RESOLVER if backend == "litert" else REFERENCE_KERNELS
+
+
+def exact_by_construction(backend: str, resolver: str) -> bool:
+    """Whether the backend's outputs equal the resolver's exactly on every model: heliabuild's kernels on
+    qemu-m55 against the reference kernels, and the litert backend against its own resolver (a fence is an
+    identity copy). Where the NPU computes (fvp) its arithmetic is not LiteRT's."""
+    return (backend, resolver) in (("qemu-m55", REFERENCE_KERNELS), ("litert", HOST_RESOLVER))
+
+
+def resolve_verification(
+    requested: Mapping[str, Any] | None, backend: str, *, compares_always: bool
+) -> dict[str, Any] | None:
+    """runner.json's `policy.verification` for the policy's `verification` block `requested` (None: absent)
+    on `backend`: `{reference, resolver, max_abs_diff, max_abs_diff_source}`. The resolver defaults to
+    `reference_resolver(backend)`; the bound to 0 where the comparison is exact by construction
+    (`exact_by_construction`), else null (recorded, not bounded); `max_abs_diff: null` in the policy opts out of
+    the bound explicitly. None when nothing is compared: no block and a backend that compares only on request
+    (`compares_always` false: the litert backend)."""
+    if requested is None and not compares_always:
+        return None
+    requested = requested or {}
+    resolver = requested.get("resolver", reference_resolver(backend))
+    explicit = "max_abs_diff" in requested
+    default = 0 if exact_by_construction(backend, resolver) else None
+    bound = requested["max_abs_diff"] if explicit else default
+    return {
+        "reference": requested.get("reference", REFERENCE),
+        "resolver": resolver,
+        "max_abs_diff": bound,
+        "max_abs_diff_source": "explicit" if explicit else "default",
+    }
 
 
 @dataclass(frozen=True)
 class OutputCheck:
-    """One output of one sample against the reference."""
+    """One output of one sample against the reference: `max_abs_diff` is None when `unbounded` elements differ
+    without bound (a NaN against a number, an infinity against anything else)."""
 
     position: int
     name: str
-    max_abs_diff: int | float
+    max_abs_diff: int | float | None
     differing: int
     elements: int
+    unbounded: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -39,6 +88,7 @@ class OutputCheck:
             "name": self.name,
             "max_abs_diff": self.max_abs_diff,
             "differing_elements": self.differing,
+            "unbounded_elements": self.unbounded,
             "elements": self.elements,
         }
 
@@ -50,13 +100,17 @@ class ReferenceOutput:
 
 
 def reference_outputs(
-    model_bytes: bytes, input_bytes: Sequence[bytes | None], invokes: int = 1
+    model_bytes: bytes, input_bytes: Sequence[bytes | None], invokes: int = 1, resolver: str = REFERENCE_KERNELS
 ) -> list[list[ReferenceOutput]]:
-    """The outputs of each of `invokes` invokes of `model_bytes` on one LiteRT instance with the reference
-    kernels (so state carries as on the target), input k refilled with `input_bytes[k]` (None: zeros) before
-    every invoke. RunnerError when an input's byte length does not match its tensor."""
+    """The outputs of each of `invokes` invokes of `model_bytes` on one LiteRT instance with the op resolver
+    named `resolver` (so state carries as on the target), input k refilled with `input_bytes[k]` (None: zeros)
+    before every invoke. RunnerError when an input's byte length does not match its tensor."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
     try:
-        interpreter = Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=REFERENCE_RESOLVER)
+        interpreter = Interpreter(
+            model_content=bytes(model_bytes), experimental_op_resolver_type=getattr(OpResolverType, resolver)
+        )
         interpreter.allocate_tensors()
     except (RuntimeError, ValueError) as error:
         raise RunnerError(f"the LiteRT reference cannot load the unfenced model: {error}") from None
@@ -91,15 +145,34 @@ def reference_outputs(
     return results
 
 
-def first_excess(checks: Sequence[OutputCheck], bound: float | None) -> OutputCheck | None:
-    """The first check whose largest difference is above `bound` (None: no bound), or None."""
+def exceeds(check: OutputCheck, bound: float | None) -> bool:
+    """Whether the check breaks `bound` (None: no bound): a larger difference, or any unbounded one."""
     if bound is None:
-        return None
-    return next((check for check in checks if check.max_abs_diff > bound), None)
+        return False
+    return check.max_abs_diff is None or check.max_abs_diff > bound
+
+
+def first_excess(checks: Sequence[OutputCheck], bound: float | None) -> OutputCheck | None:
+    """The first check that breaks `bound` (`exceeds`), or None."""
+    return next((check for check in checks if exceeds(check, bound)), None)
+
+
+def _float_check(found: np.ndarray, values: np.ndarray) -> tuple[float | None, int, int]:
+    """(largest difference or None when unbounded, differing elements, unbounded elements) of two float
+    tensors: NaN equals NaN, a NaN against a number or an infinity against anything else is unbounded."""
+    found64 = found.astype(np.float64)
+    expected64 = values.astype(np.float64)
+    equal = (found64 == expected64) | (np.isnan(found64) & np.isnan(expected64))
+    with np.errstate(invalid="ignore"):
+        difference = np.abs(found64 - expected64)
+    bounded = ~equal & np.isfinite(difference)
+    unbounded = int(np.count_nonzero(~equal & ~np.isfinite(difference)))
+    largest = float(difference[bounded].max(initial=0.0))
+    return (None if unbounded else largest), int(np.count_nonzero(~equal)), unbounded
 
 
 def compare_outputs(reference: Sequence[ReferenceOutput], measured: Sequence[bytes]) -> list[OutputCheck]:
-    """Each measured output (raw bytes, in graph-output order) against the reference's."""
+    """Each measured output (raw bytes, in graph-output order) against the reference's (module docstring)."""
     if len(reference) != len(measured):
         raise RunnerError(f"the target returned {len(measured)} outputs, the reference {len(reference)}")
     checks = []
@@ -110,28 +183,60 @@ def compare_outputs(reference: Sequence[ReferenceOutput], measured: Sequence[byt
                 f"output {position} ({expected.name}): {len(data)} bytes, the reference has {values.nbytes}"
             )
         found = np.frombuffer(data, values.dtype).reshape(values.shape)
-        if np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_:
-            difference = np.abs(found.astype(np.int64) - values.astype(np.int64))
-            largest: int | float = int(difference.max(initial=0))
+        unbounded = 0
+        largest: int | float | None
+        if np.issubdtype(values.dtype, np.inexact):
+            largest, differing, unbounded = _float_check(found, values)
         else:
-            difference = np.abs(found.astype(np.float64) - values.astype(np.float64))
-            largest = float(difference.max(initial=0.0))
+            difference = np.abs(found.astype(np.int64) - values.astype(np.int64))
+            largest = int(difference.max(initial=0))
+            differing = int(np.count_nonzero(difference))
         checks.append(
             OutputCheck(
                 position=position,
                 name=expected.name,
                 max_abs_diff=largest,
-                differing=int(np.count_nonzero(found != values)),
+                differing=differing,
                 elements=int(values.size),
+                unbounded=unbounded,
             )
         )
     return checks
 
 
-def verification_failure(runner: Any, sample: int, check: OutputCheck, bound: float | None) -> str:
-    """The message of a run refused by its policy's verification bound."""
-    return (
-        f"{runner.path}: sample {sample}: output {check.position} ({check.name}) differs from LiteRT's reference by "
-        f"{check.max_abs_diff} (in {check.differing} of {check.elements} elements), more than the policy's "
-        f"verification.max_abs_diff {bound}; nothing is published"
+def outputs_finite(reference: Sequence[ReferenceOutput], measured: Sequence[bytes]) -> bool:
+    """Whether every floating output among `measured` (raw bytes, typed as the reference's) is finite; integer
+    outputs are."""
+    return all(
+        bool(np.isfinite(np.frombuffer(data, expected.values.dtype)).all())
+        for expected, data in zip(reference, measured, strict=True)
+        if np.issubdtype(expected.values.dtype, np.inexact)
     )
+
+
+def verification_failure(runner: Any, sample: int, check: OutputCheck, verification: Mapping[str, Any]) -> str:
+    """The message of a run refused by its policy's verification bound."""
+    against = reference_text(verification)
+    if check.max_abs_diff is None:
+        found = f"without bound (a NaN or an infinity against another value) in {check.unbounded} of its"
+    else:
+        found = f"by {check.max_abs_diff} in {check.differing} of its"
+    source = "default" if verification.get("max_abs_diff_source") == "default" else "policy's"
+    return (
+        f"{runner.path}: sample {sample}: output {check.position} ({check.name}) differs from {against} {found} "
+        f"{check.elements} elements, more than the {source} verification.max_abs_diff {verification['max_abs_diff']}; "
+        "nothing is published"
+    )
+
+
+def check_sample(
+    runner: Any, sample: int, checks: Sequence[OutputCheck], verification: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The sample's checks as JSON; VerificationError (verification_failure) when one breaks the bound."""
+    excess = first_excess(checks, verification["max_abs_diff"])
+    if excess is not None:
+        raise VerificationError(
+            verification_failure(runner, sample, excess, verification),
+            hint="set defaults.fvp.verification.max_abs_diff to a bound, or null to record the difference only",
+        )
+    return [check.to_json() for check in checks]

@@ -8,12 +8,15 @@ generated module, its policy source and its ELF (docs/scons.md, "Firmware").
 
 Contract:
 
-- `firmware_library(env, target)` compiles heliabuild's kernels, the harness and the target's startup with
-  arm-none-eabi-gcc into `$HELIA_FIRMWARE_DIR/<target>/libheliafirmware.a` (default
-  `#build/heliabuild-firmware`), one SCons target for the whole library. Every pipeline of the build shares
-  the one node, so the library is built once for any number of pipelines; it and the ELFs are ordinary SCons
-  targets, so a CacheDir stores and serves them. The toolchain's version is a dependency (a Value node):
-  another compiler rebuilds everything.
+- `kernel_library(env)` compiles heliabuild's kernels with arm-none-eabi-gcc into
+  `$HELIA_FIRMWARE_DIR/kernels/libheliakernels.a` (default `#build/heliabuild-firmware`), one SCons target;
+  env.HeliaModule links it (heliabuild.scons.module).
+- `firmware_library(env, target)` compiles the harness and the target's startup and archives them with the
+  kernel library's objects into `$HELIA_FIRMWARE_DIR/<target>/libheliafirmware.a`, one SCons target for the
+  whole library (its members are those the library outside SCons has: heliabuild.firmware.build). Every
+  pipeline of the build shares the one node, so the library is built once for any number of pipelines; it
+  and the ELFs are ordinary SCons targets, so a CacheDir stores and serves them. The toolchain's version is a
+  dependency (a Value node): another compiler rebuilds everything.
 - HeliaFirmwareModule: sources the model and its AOT plan; targets `<dir>/<prefix>_model.c` (give it),
   `_model.h` and `_layout.json` (added); `heliabuild.codegen.generate_module` writes them.
 - `link_firmware(env, elf, sources, library)`: the objects of `sources` and the ELF, linked with the
@@ -61,6 +64,8 @@ DEFAULTS: dict[str, object] = {
 _CROSS: dict[tuple[object, ...], Environment] = {}
 """One cross environment per (CacheDir, progress lines) in a run."""
 
+KERNEL_LIBRARY_NAME = "libheliakernels.a"
+
 _LIBRARIES: dict[str, Node] = {}
 """Library path -> its node, so every pipeline of one SCons run shares the one library target."""
 
@@ -83,6 +88,11 @@ def _toolchain_version() -> str:
         return toolchain_version()
     except FirmwareError:
         return "not-installed"
+
+
+def toolchain_dependency(env: Environment) -> Node:
+    """The Value node of the toolchain's version every firmware object depends on (another compiler rebuilds)."""
+    return env.Value(f"firmware toolchain {_toolchain_version()}")
 
 
 def cross_environment(env: Environment) -> Environment:
@@ -136,9 +146,26 @@ def _generated_headers(sources: Sequence[Node]) -> list[Node]:
     ]
 
 
+def kernel_library(env: Environment) -> Node:
+    """The shared kernel library node (module docstring)."""
+    from heliabuild.firmware.build import KERNEL_SOURCE_DIR
+
+    library = env.Dir(env.subst(f"${FIRMWARE_DIR}")).Dir("kernels").File(KERNEL_LIBRARY_NAME)
+    known = _LIBRARIES.get(library.get_abspath())
+    if known is not None:
+        return known
+    arm = cross_environment(env)
+    sources = [env.File(str(source)) for source in sorted(KERNEL_SOURCE_DIR.glob("*.c"))]
+    node = arm.Command(library, sources, Action(_library_action, cmdstr=f"${COMPILE_COMSTR}"))[0]
+    arm.Depends(node, [toolchain_dependency(env), *_header_nodes(env)])
+    _LIBRARIES[library.get_abspath()] = node
+    keep_folder_of([node])
+    return node
+
+
 def firmware_library(env: Environment, target: str | None = None) -> Node:
     """The shared firmware library node of `target` (default `$HELIA_FIRMWARE_TARGET`)."""
-    from heliabuild.firmware.build import LIBRARY_NAME, library_sources
+    from heliabuild.firmware.build import KERNEL_SOURCE_DIR, LIBRARY_NAME, library_sources
 
     name = target or env.subst(f"${FIRMWARE_TARGET}")
     folder = env.Dir(env.subst(f"${FIRMWARE_DIR}")).Dir(name)
@@ -147,26 +174,57 @@ def firmware_library(env: Environment, target: str | None = None) -> Node:
     if known is not None:
         return known
     arm = cross_environment(env)
-    sources = [env.File(str(source)) for source in library_sources(name)]
+    harness = [source for source in library_sources(name) if source.parent != KERNEL_SOURCE_DIR]
+    sources = [kernel_library(env), *(env.File(str(source)) for source in harness)]
     # One target for the whole library: a no-op build checks one node instead of one per object, and a CacheDir
     # stores and serves it whole.
     node = arm.Command(library, sources, Action(_library_action, cmdstr=f"${COMPILE_COMSTR}"))[0]
-    arm.Depends(node, [env.Value(f"firmware toolchain {_toolchain_version()}"), *_header_nodes(env)])
+    arm.Depends(node, [toolchain_dependency(env), *_header_nodes(env)])
     _LIBRARIES[library.get_abspath()] = node
     keep_folder_of([node])
     return node
 
 
-def _library_action(target: list[Node], source: list[Node], env: Environment) -> int:
-    """Compile and archive the firmware library (heliabuild.firmware.build.compile_library)."""
-    import tempfile
+def _archive(library: Path, archives: Sequence[Path], sources: Sequence[Path], work: Path) -> None:
+    """Compile `sources` into `work`, then archive the members of `archives` (in their order) and those objects
+    (in source order) into `library`, deterministically (`ar D`), replacing it atomically."""
+    import subprocess
 
     from heliabuild.firmware.build import compile_library
+    from heliabuild.firmware.toolchain import arm_gcc
+
+    archiver = str(Path(arm_gcc()).with_name("arm-none-eabi-ar"))
+    members: list[Path] = []
+    for number, archive in enumerate(archives):
+        unpacked = work / f"archive-{number}"
+        unpacked.mkdir()
+        listed = subprocess.run([archiver, "t", str(archive)], capture_output=True, text=True, check=False)
+        unpacked_run = subprocess.run([archiver, "x", str(archive)], cwd=unpacked, capture_output=True, check=False)
+        if listed.returncode != 0 or unpacked_run.returncode != 0:
+            raise FirmwareError(f"reading {archive.name} failed: {listed.stderr.strip()[:400]}")
+        members += [unpacked / name for name in listed.stdout.split()]
+    if sources:
+        compile_library(sources, work / "compiled.a", work / "objects")
+        members += [work / "objects" / f"{source.stem}.o" for source in sources]
+    partial = library.with_name(f".{library.name}.tmp")
+    partial.unlink(missing_ok=True)
+    run = subprocess.run([archiver, "rcsD", str(partial), *map(str, members)], capture_output=True, text=True)
+    if run.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise FirmwareError(f"archiving {library.name} failed: {run.stderr.strip()[:400]}")
+    os.replace(partial, library)
+
+
+def _library_action(target: list[Node], source: list[Node], env: Environment) -> int:
+    """Compile and archive a library: its `.c` sources, after the members of its `.a` sources (_archive)."""
+    import tempfile
 
     library = Path(target[0].get_abspath())
+    paths = [Path(node.get_abspath()) for node in source]
     try:
-        with tempfile.TemporaryDirectory(prefix=".objects-", dir=library.parent) as objects:
-            compile_library([Path(node.get_abspath()) for node in source], library, Path(objects))
+        with tempfile.TemporaryDirectory(prefix=".objects-", dir=library.parent) as work:
+            archives, sources = [p for p in paths if p.suffix == ".a"], [p for p in paths if p.suffix == ".c"]
+            _archive(library, archives, sources, Path(work))
     except HeliaError as error:
         return stage_failed(error, target)
     return 0
@@ -188,7 +246,7 @@ def link_firmware(
         target = node.dir.Dir("objects").File(f"{Path(source.name).stem}.o")
         objects.append(arm.Object(target, source, CPPPATH=[*folders, *arm["CPPPATH"]])[0])
     generated = _generated_headers(sources)
-    arm.Depends(objects, [env.Value(f"firmware toolchain {_toolchain_version()}"), *_header_nodes(env), *generated])
+    arm.Depends(objects, [toolchain_dependency(env), *_header_nodes(env), *generated])
     script = C_SOURCE_DIR / firmware_target(env.subst(f"${FIRMWARE_TARGET}")).linker_script
     # The link is a job of the executor (heliabuild.scons.executor). The script's path is machine-specific and
     # out of the action's signature; its content and the link flags are dependencies instead, so a CacheDir

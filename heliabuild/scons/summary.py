@@ -117,6 +117,8 @@ def summary_table(rows: Sequence[Sequence[str]]) -> str:
         "Vela SRAM",
         "Vela flash",
         "measured median",
+        "verification",
+        "inputs",
         "bundle",
     ]
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]

@@ -22,6 +22,7 @@ from heliabuild.scons import (
     executor,
     fence,
     firmware,
+    module,
     pipeline,
     plan,
     remote_cache,
@@ -60,6 +61,7 @@ def helia_sweep(env: Environment, *args: Any, **kwargs: Any) -> Any:
 
 METHODS = {
     pipeline.METHOD_NAME: pipeline.helia_pipeline,
+    module.METHOD_NAME: module.helia_module,
     SWEEP_METHOD_NAME: helia_sweep,
 }
 """Method name -> function of every pseudo-builder the tool adds (env.AddMethod)."""
@@ -95,8 +97,8 @@ def generate(env: Environment) -> None:
     executor.check_choice()
     lock_the_build(env)
     summary.install()
-    for module in (aot, fence, firmware, plan, runner, sweep_table, synth, vela):
-        env.SetDefault(**module.DEFAULTS)
+    for stage in (aot, fence, firmware, module, plan, runner, sweep_table, synth, vela):
+        env.SetDefault(**stage.DEFAULTS)
     env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})
     for name, function in METHODS.items():
         env.AddMethod(function, name)

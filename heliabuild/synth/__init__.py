@@ -9,11 +9,14 @@ The same arguments (including the seed) always give byte-identical models.
   compiles fully to the Ethos-U NPU and LiteRT runs.
 - large_model: about 1,000 operators and 50 MB of weights, for benchmarks.
 - long_chain_model: 100,000 tiny ADD and RESHAPE operators (by default), for scaling benchmarks.
+- mobilenet_v3_block / transformer_block / unet_decoder: int8 architecture families with the converter's
+  operator patterns (heliabuild.synth.families).
 - single_op_model: one DIV, NEG, SQUARED_DIFFERENCE, comparison or SELECT_V2
   on float32/float16/int32 inputs with broadcasting shapes.
 """
 
 from heliabuild.synth.builder import GraphBuilder
+from heliabuild.synth.families import mobilenet_v3_block, transformer_block, unet_decoder
 from heliabuild.synth.kinds import KINDS, SEEDED_KINDS, synthesize
 from heliabuild.synth.large import large_model, large_model_operator_count, long_chain_model
 from heliabuild.synth.layers import Int8Graph, QTensor
@@ -33,7 +36,10 @@ __all__ = [
     "large_model",
     "large_model_operator_count",
     "long_chain_model",
+    "mobilenet_v3_block",
     "residual_network",
     "single_op_model",
     "synthesize",
+    "transformer_block",
+    "unet_decoder",
 ]

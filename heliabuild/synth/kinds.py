@@ -12,6 +12,7 @@ from functools import partial
 
 from heliabuild.errors import HeliaError
 from heliabuild.model.io import Model
+from heliabuild.synth.families import mobilenet_v3_block, transformer_block, unet_decoder
 from heliabuild.synth.large import large_model
 from heliabuild.synth.networks import chain_network, int8_network, residual_network
 from heliabuild.synth.single_op import SINGLE_OPS, default_shapes, single_op_model
@@ -84,6 +85,21 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "loads in LiteRT, not meant for Vela",
         large_model,
     ),
+    "mobilenet_v3_block": (
+        "int8 MobileNetV3-small block [1,16,16,8]: CONV_2D, HARD_SWISH, DEPTHWISE_CONV_2D, squeeze-excite "
+        "(AVERAGE_POOL_2D, LOGISTIC, MUL), residual ADD, pooled FULLY_CONNECTED head, SOFTMAX (19 ops)",
+        mobilenet_v3_block,
+    ),
+    "transformer": (
+        "int8 transformer encoder block [1,8,16]: layer norm (AVERAGE_POOL_2D means, SQUARED_DIFFERENCE, RSQRT, "
+        "MUL), self-attention (FULLY_CONNECTED, BATCH_MATMUL, SOFTMAX), residual ADD (21 ops)",
+        transformer_block,
+    ),
+    "unet_decoder": (
+        "int8 U-Net decoder [1,16,16,4] -> [1,32,32,2]: CONV_2D encoder, TRANSPOSE_CONV, skip CONCATENATION, "
+        "RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR (12 ops)",
+        unet_decoder,
+    ),
 }
 for _op, _dtype in _SINGLE_OP_KINDS:
     _BUILDERS[f"{_op}_{_DTYPE_SUFFIX[_dtype]}"] = (
@@ -92,7 +108,10 @@ for _op, _dtype in _SINGLE_OP_KINDS:
     )
 
 KINDS: dict[str, str] = {name: description for name, (description, _build) in _BUILDERS.items()}
-SEEDED_KINDS: frozenset[str] = frozenset({"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"})
+SEEDED_KINDS: frozenset[str] = frozenset(
+    {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"}
+    | {"mobilenet_v3_block", "transformer", "unet_decoder"}
+)
 
 
 def synthesize(kind: str, seed: int = 0) -> Model:

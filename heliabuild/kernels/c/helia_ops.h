@@ -237,6 +237,187 @@ helia_status helia_softmax_s8_check(const helia_softmax_s8_args *args);
 helia_status helia_softmax_s8_run(const helia_softmax_s8_args *args);
 helia_status helia_softmax_s8(const helia_softmax_s8_args *args);
 
+/* ==== LUT and arithmetic-heavy int8 kernels (ops_lut.c, ops_arith.c; docs/kernels.md, "LUT and
+ * arithmetic-heavy int8 kernels"). Every one has `_check` (validates, touches no data), `_run` (the
+ * computation, trusting the check) and the combined entry (check, then run). ========================== */
+
+/* ---- LOGISTIC, TANH, EXP: output[i] = table[input[i] + 128] (ops_lut.c) ---------------------------- */
+typedef struct helia_lookup_s8_args {
+    const int8_t *input;         /* [count] */
+    int8_t *output;              /* [count]; may be exactly the input (in place) */
+    const int8_t *table;         /* [256]: the output code of every input code -128..127, in that order */
+    int32_t count;
+} helia_lookup_s8_args;
+
+helia_status helia_lookup_s8_check(const helia_lookup_s8_args *args);
+helia_status helia_lookup_s8_run(const helia_lookup_s8_args *args);
+helia_status helia_lookup_s8(const helia_lookup_s8_args *args);
+
+/* ---- HARD_SWISH (ops_lut.c): TFLite's 16-bit fixed-point x * relu6(x + 3) / 6 ----------------------- */
+typedef struct helia_hard_swish_s8_args {
+    const int8_t *input;         /* [count] */
+    int8_t *output;              /* [count]; may be exactly the input (in place) */
+    int32_t count;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t reluish_multiplier;  /* int16 fixed point in [0, 32767] */
+    int32_t reluish_shift;       /* in [-31, 30] */
+    int32_t output_multiplier;   /* int16 fixed point in [0, 32767] */
+    int32_t output_shift;        /* in [-31, 0] */
+} helia_hard_swish_s8_args;
+
+helia_status helia_hard_swish_s8_check(const helia_hard_swish_s8_args *args);
+helia_status helia_hard_swish_s8_run(const helia_hard_swish_s8_args *args);
+helia_status helia_hard_swish_s8(const helia_hard_swish_s8_args *args);
+
+/* ---- RSQRT (ops_lut.c): 1 / sqrt(x), gemmlowp's Newton-Raphson inverse square root ----------------- */
+typedef struct helia_rsqrt_s8_args {
+    const int8_t *input;         /* [count] */
+    int8_t *output;              /* [count]; may be exactly the input (in place) */
+    int32_t count;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t multiplier;          /* 1 / (sqrt(input_scale) * output_scale) as a quantized multiplier */
+    int32_t shift;               /* in [-11, 30] (shift - 20 must be a valid right shift) */
+} helia_rsqrt_s8_args;
+
+helia_status helia_rsqrt_s8_check(const helia_rsqrt_s8_args *args);
+helia_status helia_rsqrt_s8_run(const helia_rsqrt_s8_args *args);
+helia_status helia_rsqrt_s8(const helia_rsqrt_s8_args *args);
+
+/* ---- L2_NORMALIZATION over the last axis (ops_lut.c): output scale 1/128, zero point 0 -------------
+ * y = clamp(MBQM(x - zp, m, s + 7)) with (m, s) the inverse square root of the row's sum of squares. The
+ * output must not overlap the input (each row is read twice). */
+typedef struct helia_l2_normalization_s8_args {
+    const int8_t *input;         /* [rows, depth] */
+    int8_t *output;              /* [rows, depth] */
+    int32_t rows;
+    int32_t depth;               /* <= 33025, so the sum of squares fits int32 */
+    int32_t input_zero_point;
+} helia_l2_normalization_s8_args;
+
+helia_status helia_l2_normalization_s8_check(const helia_l2_normalization_s8_args *args);
+helia_status helia_l2_normalization_s8_run(const helia_l2_normalization_s8_args *args);
+helia_status helia_l2_normalization_s8(const helia_l2_normalization_s8_args *args);
+
+/* ---- LOG_SOFTMAX over the last axis (ops_softmax.c): output scale 16/256, zero point 127 -----------
+ * y = clamp(RDBPOT(scaled(x - max) - log(sum of exps), 22) + 127) where x - max is above the adjusted
+ * minimum, else -128; the exps, their Q12.19 sum and the scaling are SOFTMAX's, the log TFLite's fixed-point
+ * log for x >= 1. */
+typedef struct helia_log_softmax_s8_args {
+    const int8_t *input;         /* [rows, depth] */
+    int8_t *output;              /* [rows, depth] */
+    int32_t rows;
+    int32_t depth;               /* < 4096 */
+    int32_t input_multiplier;    /* as SOFTMAX's, beta 1 */
+    int32_t input_left_shift;
+    int32_t reverse_multiplier;  /* 2^(31 - input_left_shift) / input_multiplier, below one */
+    int32_t reverse_shift;       /* <= 0 */
+    int32_t diff_min;
+} helia_log_softmax_s8_args;
+
+helia_status helia_log_softmax_s8_check(const helia_log_softmax_s8_args *args);
+helia_status helia_log_softmax_s8_run(const helia_log_softmax_s8_args *args);
+helia_status helia_log_softmax_s8(const helia_log_softmax_s8_args *args);
+
+/* ---- int16 ADD and MUL, the converter's 16x8 forms (ops_int16.c), NumPy broadcasting -----------------
+ * As the int8 ADD and MUL with int16 values: ADD lifts both inputs by 2^left_shift (15) and uses three
+ * multipliers below one; MUL one multiplier. LiteRT's int16 zero points are 0; act_min/act_max in int16. */
+typedef struct helia_binary_s16_args {
+    const int16_t *input1;
+    const int16_t *input2;
+    int16_t *output;             /* may be exactly input1 or input2 when it has the same extents */
+    int32_t rank;
+    int32_t input1_dims[HELIA_OPS_MAX_RANK];
+    int32_t input2_dims[HELIA_OPS_MAX_RANK];
+    int32_t output_dims[HELIA_OPS_MAX_RANK];
+    int32_t left_shift;          /* ADD: 15; MUL: unused */
+    int32_t input1_multiplier;   /* ADD only */
+    int32_t input1_shift;
+    int32_t input2_multiplier;   /* ADD only */
+    int32_t input2_shift;
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} helia_binary_s16_args;
+
+helia_status helia_add_s16_check(const helia_binary_s16_args *args);
+helia_status helia_add_s16_run(const helia_binary_s16_args *args);
+helia_status helia_add_s16(const helia_binary_s16_args *args);
+helia_status helia_mul_s16_check(const helia_binary_s16_args *args);
+helia_status helia_mul_s16_run(const helia_binary_s16_args *args);
+helia_status helia_mul_s16(const helia_binary_s16_args *args);
+
+/* ---- int8 SQUARED_DIFFERENCE (ops_arith.c), NumPy broadcasting over rank <= 6 ------------------------
+ * helia_binary_s8_args: left_shift 7, both input multipliers and the output multiplier below one (shifts
+ * <= 0); act_min/act_max the int8 range. */
+helia_status helia_squared_difference_s8_check(const helia_binary_s8_args *args);
+helia_status helia_squared_difference_s8_run(const helia_binary_s8_args *args);
+helia_status helia_squared_difference_s8(const helia_binary_s8_args *args);
+
+/* ---- BATCH_MATMUL (ops_matmul.c): output[b] = lhs[b] x rhs[b], batch axes broadcast ---------------
+ * out[b, m, n] = clamp(MBQM(sum_k (lhs[b, m, k] - zp_lhs) * (rhs[b, k, n] - zp_rhs)) + zp_out), with lhs
+ * stored [.., rows, depth] ([.., depth, rows] when adj_lhs) and rhs [.., depth, cols] ([.., cols, depth]
+ * when adj_rhs). Up to three batch axes, each lhs/rhs extent 1 or the output's. */
+#define HELIA_BATCH_MATMUL_BATCH_AXES 3
+typedef struct helia_batch_matmul_s8_args {
+    const int8_t *lhs;
+    const int8_t *rhs;
+    int8_t *output;              /* [batch..., rows, cols] */
+    int32_t lhs_batch[HELIA_BATCH_MATMUL_BATCH_AXES];
+    int32_t rhs_batch[HELIA_BATCH_MATMUL_BATCH_AXES];
+    int32_t output_batch[HELIA_BATCH_MATMUL_BATCH_AXES];
+    int32_t rows;
+    int32_t cols;
+    int32_t depth;
+    int32_t adj_lhs;             /* 0 or 1 */
+    int32_t adj_rhs;             /* 0 or 1 */
+    int32_t lhs_zero_point;
+    int32_t rhs_zero_point;
+    int32_t output_zero_point;
+    int32_t multiplier;
+    int32_t shift;
+    int32_t act_min;
+    int32_t act_max;
+} helia_batch_matmul_s8_args;
+
+helia_status helia_batch_matmul_s8_check(const helia_batch_matmul_s8_args *args);
+helia_status helia_batch_matmul_s8_run(const helia_batch_matmul_s8_args *args);
+helia_status helia_batch_matmul_s8(const helia_batch_matmul_s8_args *args);
+
+/* ---- TRANSPOSE_CONV (ops_matmul.c): the gradient of a convolution, one output at a time -------------
+ * out[n, y, x, c] = clamp(MBQM(sum of (in[n, i, j, k] - zp_in) * filter[c, ky, kx, k] over i * stride_h -
+ * pad_top + ky = y, j * stride_w - pad_left + kx = x, + bias[c]) + zp_out); per-channel multipliers.
+ * helia_conv_s8_args with `input_*` the operator's input, `output_*` its output, filter [output_c,
+ * filter_h, filter_w, input_c], dilation 1 and depth_multiplier 1. */
+helia_status helia_transpose_conv_s8_check(const helia_conv_s8_args *args);
+helia_status helia_transpose_conv_s8_run(const helia_conv_s8_args *args);
+helia_status helia_transpose_conv_s8(const helia_conv_s8_args *args);
+
+/* ---- RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR (ops_resize.c), NHWC, any batches and channels ----- */
+typedef struct helia_resize_s8_args {
+    const int8_t *input;         /* [batches, input_h, input_w, channels] */
+    int8_t *output;              /* [batches, output_h, output_w, channels] */
+    const int32_t *row_map;      /* NEAREST: [output_h] input row of each output row; BILINEAR: NULL */
+    const int32_t *column_map;   /* NEAREST: [output_w] input column of each output column; BILINEAR: NULL */
+    int32_t batches;
+    int32_t input_h;
+    int32_t input_w;
+    int32_t channels;
+    int32_t output_h;
+    int32_t output_w;
+    int32_t align_corners;       /* BILINEAR: 0 or 1 */
+    int32_t half_pixel_centers;  /* BILINEAR: 0 or 1 */
+} helia_resize_s8_args;
+
+helia_status helia_resize_nearest_s8_check(const helia_resize_s8_args *args);
+helia_status helia_resize_nearest_s8_run(const helia_resize_s8_args *args);
+helia_status helia_resize_nearest_s8(const helia_resize_s8_args *args);
+helia_status helia_resize_bilinear_s8_check(const helia_resize_s8_args *args);
+helia_status helia_resize_bilinear_s8_run(const helia_resize_s8_args *args);
+helia_status helia_resize_bilinear_s8(const helia_resize_s8_args *args);
+
 /* ---- the fixed-point helpers, exported for tests ------------------------------------------------ */
 int32_t helia_ops_mbqm_double(int32_t x, int32_t multiplier, int32_t shift);
 int32_t helia_ops_mbqm_single(int32_t x, int32_t multiplier, int32_t shift);

@@ -196,3 +196,145 @@ helia_status helia_softmax_s8(const helia_softmax_s8_args *args)
     const helia_status status = helia_softmax_s8_check(args);
     return status != HELIA_STATUS_OK ? status : helia_softmax_s8_run(args);
 }
+
+/* ---- LOG_SOFTMAX -------------------------------------------------------------------------------- */
+
+#define LOG_SOFTMAX_OUTPUT_INTEGER_BITS 4
+#define LOG_SOFTMAX_OUTPUT_ZERO_POINT 127
+
+static int32_t saturating_add_s32(int32_t a, int32_t b)
+{
+    const int64_t sum = (int64_t)a + (int64_t)b;
+    return sum > INT32_MAX ? INT32_MAX : (sum < INT32_MIN ? INT32_MIN : (int32_t)sum);
+}
+
+/* (a + b) / 2 rounded half away from zero. */
+static int32_t rounding_half_sum(int32_t a, int32_t b)
+{
+    const int64_t sum = (int64_t)a + (int64_t)b;
+    const int64_t biased = sum + (sum >= 0 ? 1 : -1);
+    return (int32_t)(biased >= 0 ? biased / 2 : -((-biased) / 2));
+}
+
+/* log(x) in Q5.26 for a Q12.19 x >= 1 (TFLite's log_x_for_x_greater_than_or_equal_to_1): x = 2^z r with r in
+ * [sqrt(1/2), sqrt(2)) (of the two normalisations, the one leaving r nearer one), log(x) = z log 2 + log(r), and
+ * log(r) a rational approximation in q = 2 (r - 2^-1/4), accumulated in Q6.25. */
+static int32_t log_x_for_x_at_least_1(int32_t x)
+{
+    const int32_t input_integer_bits = ACCUMULATION_INTEGER_BITS;
+    const int32_t accumulator_integer_bits = SCALED_DIFF_INTEGER_BITS + 1;
+    const int32_t log_2 = 1488522236;          /* round(2^31 log 2) */
+    const int32_t sqrt_sqrt_half = 1805811301; /* round(2^31 (1/2)^(1/4)) */
+    const int32_t sqrt_half = 1518500250;      /* round(2^31 sqrt(1/2)) */
+    const int32_t alpha_n = 117049297;         /* round(2^31 11/240 2^(1/4)) */
+    const int32_t alpha_d = 127690142;         /* round(2^31 1/20 2^(1/4)) */
+    const int32_t alpha_i = 1057819769;        /* round(2^31 (2 / 2^(1/4) - 2^(1/4))) */
+    const int32_t alpha_f = 638450708;         /* round(2^31 1/4 2^(1/4)) */
+    const int32_t quarter = multiply_by_pot(INT32_C(1) << 29, -accumulator_integer_bits);
+    const int32_t a_headroom_plus_1 = count_leading_zeros((uint32_t)x);
+    const int32_t r_a = multiply_by_pot(mul(multiply_by_pot(x, a_headroom_plus_1 - 1), sqrt_half), 1);
+    const int32_t z_a = saturating_add_s32(
+        multiply_by_pot(input_integer_bits - a_headroom_plus_1, 31 - accumulator_integer_bits), quarter);
+    const int32_t b = mul(x, sqrt_half);
+    const int32_t b_headroom = count_leading_zeros((uint32_t)b) - 1;
+    const int32_t r_b = multiply_by_pot(x, b_headroom);
+    const int32_t z_b = saturating_add_s32(
+        multiply_by_pot(input_integer_bits - b_headroom, 31 - accumulator_integer_bits), -quarter);
+    const int32_t r = r_a < r_b ? r_a : r_b;
+    const int32_t z = z_a > z_b ? z_a : z_b;
+    const int32_t p = rounding_half_sum(r, sqrt_sqrt_half);
+    const int32_t q = helia_wrap_s32(2 * ((int64_t)r - sqrt_sqrt_half));
+    const int32_t q_squared = mul(q, q);
+    const int32_t numerator = helia_wrapping_add_s32(mul(q, r), mul(mul(q, q_squared), alpha_n));
+    const int32_t denominator_minus_one = helia_wrapping_add_s32(
+        mul(p, helia_wrapping_add_s32(helia_wrapping_add_s32(alpha_i, q), mul(alpha_d, q_squared))), mul(alpha_f, q));
+    const int32_t reciprocal = one_over_one_plus_x_for_x_in_0_1(denominator_minus_one);
+    const int32_t numerator_scaled = multiply_by_pot(numerator, -accumulator_integer_bits);
+    const int32_t sum = helia_wrapping_add_s32(mul(z, log_2), mul(numerator_scaled, reciprocal));
+    return multiply_by_pot(sum, accumulator_integer_bits - SCALED_DIFF_INTEGER_BITS);
+}
+
+/* The SOFTMAX arguments of the same rows and input scaling (LOG_SOFTMAX shares its checks and exps). */
+static helia_softmax_s8_args softmax_view(const helia_log_softmax_s8_args *args)
+{
+    helia_softmax_s8_args view;
+    view.input = args->input;
+    view.output = args->output;
+    view.rows = args->rows;
+    view.depth = args->depth;
+    view.input_multiplier = args->input_multiplier;
+    view.input_left_shift = args->input_left_shift;
+    view.diff_min = args->diff_min;
+    return view;
+}
+
+helia_status helia_log_softmax_s8_check(const helia_log_softmax_s8_args *args)
+{
+    helia_softmax_s8_args view;
+    helia_status status;
+    if (args == NULL) {
+        return HELIA_STATUS_NULL_POINTER;
+    }
+    view = softmax_view(args);
+    status = helia_softmax_s8_check(&view);
+    if (status != HELIA_STATUS_OK) {
+        return status;
+    }
+    if (!helia_ops_multiplier_ok(args->reverse_multiplier, args->reverse_shift) || args->reverse_shift > 0) {
+        return HELIA_STATUS_BAD_PARAMETER;
+    }
+    return HELIA_STATUS_OK;
+}
+
+helia_status helia_log_softmax_s8_run(const helia_log_softmax_s8_args *args)
+{
+    const helia_softmax_s8_args view = softmax_view(args);
+    int32_t r;
+    for (r = 0; r < args->rows; ++r) {
+        const int8_t *in = args->input + (size_t)r * (size_t)args->depth;
+        int8_t *out = args->output + (size_t)r * (size_t)args->depth;
+        int32_t max_in_row = -128;
+        int32_t sum_of_exps = 0; /* Q12.19 */
+        int32_t log_sum;         /* Q5.26 */
+        int32_t adjusted_diff_min;
+        int32_t c;
+        for (c = 0; c < args->depth; ++c) {
+            if (in[c] > max_in_row) {
+                max_in_row = in[c];
+            }
+        }
+        for (c = 0; c < args->depth; ++c) {
+            const int32_t difference = (int32_t)in[c] - max_in_row;
+            if (difference >= args->diff_min) {
+                const int32_t e = exp_on_negative_values(scaled_difference(&view, difference));
+                sum_of_exps = helia_wrapping_add_s32(sum_of_exps, multiply_by_pot(e, -ACCUMULATION_INTEGER_BITS));
+            }
+        }
+        log_sum = log_x_for_x_at_least_1(sum_of_exps);
+        /* The smallest difference whose log-probability is representable: (log_sum - 32) back on the input
+         * scale, at least diff_min - 1. */
+        adjusted_diff_min = helia_mbqm_double(helia_wrapping_add_s32(log_sum, INT32_MIN), args->reverse_multiplier,
+                                              args->reverse_shift);
+        if (adjusted_diff_min < args->diff_min - 1) {
+            adjusted_diff_min = args->diff_min - 1;
+        }
+        for (c = 0; c < args->depth; ++c) {
+            const int32_t difference = (int32_t)in[c] - max_in_row;
+            if (difference > adjusted_diff_min) {
+                const int32_t shifted = helia_wrap_s32((int64_t)scaled_difference(&view, difference) - log_sum);
+                const int32_t value = helia_rounding_divide_by_pot(
+                    shifted, 31 - SCALED_DIFF_INTEGER_BITS - LOG_SOFTMAX_OUTPUT_INTEGER_BITS);
+                out[c] = helia_clamp_s8(value + LOG_SOFTMAX_OUTPUT_ZERO_POINT, -128, 127);
+            } else {
+                out[c] = -128;
+            }
+        }
+    }
+    return HELIA_STATUS_OK;
+}
+
+helia_status helia_log_softmax_s8(const helia_log_softmax_s8_args *args)
+{
+    const helia_status status = helia_log_softmax_s8_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_log_softmax_s8_run(args);
+}
