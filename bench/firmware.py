@@ -9,9 +9,15 @@
   arena against the peak of live tensors;
 - with SCons (three pipelines of the synthetic chain and residual networks): a no-op build with qemu-m55
   pipelines against the same build with litert pipelines, as interleaved pairs (target <= 1.2x), and a
-  policy change on one qemu-m55 pipeline with the firmware library cached (target <= 5 s).
+  policy change on one qemu-m55 pipeline with the firmware library cached (target <= 5 s);
+- `--instructions`: the kernels' Helium bodies against their portable bodies, side by side in one run: the
+  firmware library built with `-mcpu=cortex-m55` and with `-mcpu=cortex-m55+nomve`, per layer and per model
+  MACs per instruction, QEMU wall time per invoke and each firmware's text size. Per layer, the module is
+  compiled with HELIA_PROFILE_OPERATORS and a hook that reads the counter after each operator (the printing
+  between two readings is not counted); per model, the plain firmware's invoke count. These are
+  instruction counts on QEMU (`-icount shift=0`, at SysTick's resolution of 31.25 instructions), not cycles.
 
-    python bench/firmware.py [--rounds 3] [--invokes 10]
+    python bench/firmware.py [--rounds 3] [--invokes 10] [--instructions]
 """
 
 from __future__ import annotations
@@ -155,14 +161,165 @@ def scons_rows(root: Path, rounds: int) -> None:
     )
 
 
+# ---- instructions per MAC: Helium (MVE) bodies against the portable bodies (+nomve) -------------------------
+
+INSTRUCTIONS_PER_TICK = 31.25
+"""Under -icount shift=0 SysTick advances once per 31.25 instructions (docs/firmware.md, "Counting")."""
+
+PROFILE_SOURCE = r"""
+#include <stdint.h>
+#include "counter.h"
+#include "semihosting.h"
+
+static uint64_t last;
+
+static void write_number(uint64_t value)
+{
+    char text[24];
+    int i = 23;
+    text[i] = '\0';
+    do {
+        text[--i] = (char)('0' + (int)(value % 10u));
+        value /= 10u;
+    } while (value != 0u);
+    helia_semihost_write(text + i);
+}
+
+void helia_profile_operator(int32_t op)
+{
+    const uint64_t now = helia_counter_read();
+    if (op >= 0) {
+        helia_semihost_write("@op ");
+        write_number((uint64_t)op);
+        helia_semihost_write(" ");
+        write_number(now - last);
+        helia_semihost_write("\n");
+    }
+    last = helia_counter_read();
+}
+"""
+
+
+def instruction_models(folder: Path) -> dict[str, Path]:
+    found = {}
+    for name in ("kws_ref_model.tflite", "pretrainedResnet_quant.tflite"):
+        if (SHARED / name).is_file():
+            found[name.removesuffix(".tflite")] = SHARED / name
+    for kind in ("kws", "chain", "residual"):
+        path = folder / f"synth-{kind}.tflite"
+        save_model(synthesize(kind, seed=0), path)
+        found[f"synth {kind}"] = path
+    return found
+
+
+def layer_macs(model: Path) -> list[tuple[str, str, int]]:
+    """Per operator: its type, what it is (the targets' classes) and its MACs (0 where it has none)."""
+    from heliabuild.aot.facts import model_facts
+
+    rows = []
+    for op in model_facts(load_model(model)):
+        data, weights, out = op.input(0), op.input(1), op.output
+        macs, what = 0, op.op_type
+        if op.op_type in ("CONV_2D", "DEPTHWISE_CONV_2D") and weights is not None and out is not None:
+            _, kh, kw, ic = weights.shape
+            depthwise = op.op_type == "DEPTHWISE_CONV_2D"
+            macs = out.element_count * kh * kw * (1 if depthwise else ic)
+            in_c = data.shape[-1] if data is not None else 0
+            what = f"{'dw ' if depthwise else ''}{kh}x{kw} {in_c}->{out.shape[-1]}"
+        elif op.op_type == "FULLY_CONNECTED" and weights is not None and out is not None:
+            macs = out.element_count * weights.shape[1]
+            what = f"fc {weights.shape[1]}->{weights.shape[0]}"
+        rows.append((op.op_type, what, macs))
+    return rows
+
+
+def profiled(library: Path, model: Path, folder: Path, mve: bool, profile: bool, measured: int = 1) -> Path:
+    write_plan(model, folder, "net", PLATFORM)
+    module = generate_module(model, folder / "net_plan.json", "net", folder / "gen")
+    (folder / "gen" / CONFIG_SOURCE).write_bytes(
+        firmware_config_source("net", FirmwarePolicy("carry", 0, measured), [None] * len(module.layout.inputs))
+    )
+    sources = [module.source, folder / "gen" / CONFIG_SOURCE]
+    if profile:
+        (folder / "gen" / "profile.c").write_text(PROFILE_SOURCE)
+        sources.append(folder / "gen" / "profile.c")
+    defines = ("HELIA_PROFILE_OPERATORS",) if profile else ()
+    return link_firmware(library, sources, [folder / "gen"], folder / "fw.elf", mve=mve, defines=defines)
+
+
+def layer_instructions(elf: Path) -> dict[int, float]:
+    run = run_on_qemu(elf, timeout_s=300)
+    assert run.exit_status == 0, run.diagnostics
+    found = {}
+    for line in run.console.splitlines():
+        if line.startswith("@op "):
+            _, op, ticks = line.split()
+            found[int(op)] = int(ticks) * INSTRUCTIONS_PER_TICK
+    return found
+
+
+def invoke_instructions(elf: Path) -> float:
+    from heliabuild.firmware.records import read_records
+
+    run = run_on_qemu(elf, timeout_s=300)
+    assert run.exit_status == 0, run.diagnostics
+    (sample,) = read_records(run.console).of_kind("sample")
+    return int(sample.fields[1]) * INSTRUCTIONS_PER_TICK  # type: ignore[arg-type]
+
+
+def _ratio(macs: float, instructions: float) -> str:
+    return f"{macs / instructions:6.2f}" if macs and instructions else f"{'-':>6}"
+
+
+def instruction_rows(root: Path, invokes: int) -> None:
+    libraries = {mve: build_library(root / "libraries", mve=mve) for mve in (False, True)}
+    summary = []
+    print("per layer, instructions on QEMU (-icount shift=0), not cycles; MAC/instr = MACs per instruction")
+    print(f"{'model':30} {'op':>3} {'layer':22} {'MACs':>9} {'+nomve instr':>13} {'MVE instr':>11} "
+          f"{'+nomve':>7} {'MVE':>7} {'x':>6}")  # fmt: skip
+    for label, model in instruction_models(root).items():
+        layers = layer_macs(model)
+        counts = {
+            mve: layer_instructions(profiled(libraries[mve], model, root / f"{label}-{mve}-layers", mve, True))
+            for mve in (False, True)
+        }
+        for index, (_, what, macs) in enumerate(layers):
+            scalar, vector = counts[False].get(index, 0.0), counts[True].get(index, 0.0)
+            speed = f"{scalar / vector:5.1f}x" if vector else f"{'-':>6}"
+            print(f"{label:30} {index:3} {what:22} {macs:9} {scalar:13.0f} {vector:11.0f} "
+                  f"{_ratio(macs, scalar):>7} {_ratio(macs, vector):>7} {speed:>6}")  # fmt: skip
+        totals, walls, texts = {}, {}, {}
+        for mve in (False, True):
+            one = profiled(libraries[mve], model, root / f"{label}-{mve}-one", mve, False)
+            many = profiled(libraries[mve], model, root / f"{label}-{mve}-many", mve, False, 1 + invokes)
+            totals[mve] = invoke_instructions(one)
+            walls[mve] = (qemu_seconds(many) - qemu_seconds(one)) / invokes
+            texts[mve] = sizes(one)[0]
+        summary.append((label, sum(macs for *_, macs in layers), totals, walls, texts))
+    print()
+    print("per model: MACs per instruction on QEMU (not cycles), QEMU wall time per invoke, firmware text bytes")
+    print(f"{'model':30} {'MACs':>9} {'+nomve instr':>13} {'MVE instr':>11} {'+nomve':>7} {'MVE':>7} "
+          f"{'wall +nomve':>12} {'wall MVE':>9} {'text +nomve':>12} {'text MVE':>9}")  # fmt: skip
+    for label, macs, totals, walls, texts in summary:
+        print(f"{label:30} {macs:9} {totals[False]:13.0f} {totals[True]:11.0f} {_ratio(macs, totals[False]):>7} "
+              f"{_ratio(macs, totals[True]):>7} {walls[False] * 1e3:10.2f}ms {walls[True] * 1e3:7.2f}ms "
+              f"{texts[False]:12} {texts[True]:9}")  # fmt: skip
+    medians = {mve: statistics.median(macs / totals[mve] for _, macs, totals, *_ in summary) for mve in (False, True)}
+    print(f"median MACs per instruction over the models: +nomve {medians[False]:.2f}, MVE {medians[True]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--invokes", type=int, default=10)
     parser.add_argument("--no-scons", action="store_true", help="skip the SCons rows")
+    parser.add_argument("--instructions", action="store_true", help="only the MVE against +nomve instruction rows")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="heliabuild-bench-firmware-") as name:
         root = Path(name)
+        if args.instructions:
+            instruction_rows(root, args.invokes)
+            return
         cold, cached = [], []
         for round_ in range(args.rounds):
             folder = root / f"library-{round_}"

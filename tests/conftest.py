@@ -114,6 +114,32 @@ def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def firmware_library_nomve(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same library for `-mcpu=cortex-m55+nomve` (the kernels' portable bodies), built once per session."""
+    require_firmware_tools()
+    from heliabuild.firmware.build import build_library
+
+    return build_library(tmp_path_factory.mktemp("firmware-library-nomve"), mve=False)
+
+
+@dataclass(frozen=True)
+class FirmwareLibrary:
+    """A firmware library and whether it was built with MVE (link with `link_firmware(..., mve=mve)`)."""
+
+    path: Path
+    mve: bool
+
+
+@pytest.fixture(params=["mve", "nomve"])
+def firmware_build(request: pytest.FixtureRequest) -> FirmwareLibrary:
+    """Each of the two session libraries in turn: the MVE build and the +nomve build (the kernels' Helium and
+    portable bodies), so a test asserts the same bytes from both."""
+    if request.param == "mve":
+        return FirmwareLibrary(request.getfixturevalue("firmware_library"), True)
+    return FirmwareLibrary(request.getfixturevalue("firmware_library_nomve"), False)
+
+
+@pytest.fixture(scope="session")
 def host_kernel_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The build folder of the host kernel library (heliabuild.kernels.native), built once for the session."""
     from heliabuild.kernels.native import load_host_library

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_firmware_tools
+from conftest import FirmwareLibrary, require_firmware_tools
 
 from heliabuild.aot.config import AotConfig
 from heliabuild.aot.stage import write_plan
@@ -53,6 +53,7 @@ def _build(
     seed: int = 0,
     policy: FirmwarePolicy = DEFAULT_POLICY,
     fills: list[bytes] | None = None,
+    mve: bool = True,
 ) -> Built:
     prefix = "net"
     write_plan(model, folder / "plan", prefix, PLATFORM, config)
@@ -63,7 +64,9 @@ def _build(
     if fills is None:
         fills = [rng.integers(0, 256, layout.activation_bytes[t], dtype=np.uint8).tobytes() for t in layout.inputs]
     (folder / "gen" / CONFIG_SOURCE).write_bytes(firmware_config_source(prefix, policy, fills))
-    elf = link_firmware(library, [module.source, folder / "gen" / CONFIG_SOURCE], [folder / "gen"], folder / "fw.elf")
+    elf = link_firmware(
+        library, [module.source, folder / "gen" / CONFIG_SOURCE], [folder / "gen"], folder / "fw.elf", mve=mve
+    )
     expectation = Expectation(
         segments=layout.fences + 1,
         input_count=len(layout.inputs),
@@ -113,12 +116,12 @@ SYNTH_CASES = [
 
 @pytest.mark.parametrize(("kind", "fences"), SYNTH_CASES, ids=[f"{k}-{f}" for k, f in SYNTH_CASES])
 def test_synthetic_networks_are_bit_exact_on_qemu(
-    firmware_library: Path, tmp_path: Path, kind: str, fences: list[int]
+    firmware_build: FirmwareLibrary, tmp_path: Path, kind: str, fences: list[int]
 ) -> None:
     source = tmp_path / f"{kind}.tflite"
     save_model(synthesize(kind, seed=1), source)
     model = _fenced(source, fences, tmp_path) if fences else source
-    built = _build(firmware_library, model, tmp_path / "fw", seed=len(fences))
+    built = _build(firmware_build.path, model, tmp_path / "fw", seed=len(fences), mve=firmware_build.mve)
     run = _run(built)
     _assert_matches_reference(model, built, run)
     assert len(run.samples[0].segment_ticks) == len(fences) + 1
@@ -127,10 +130,10 @@ def test_synthetic_networks_are_bit_exact_on_qemu(
 
 @pytest.mark.parametrize("fences", [[], [2, 5, 9]], ids=["unfenced", "fenced"])
 def test_shared_models_are_bit_exact_on_qemu(
-    firmware_library: Path, tmp_path: Path, shared_model_path: Path, fences: list[int]
+    firmware_build: FirmwareLibrary, tmp_path: Path, shared_model_path: Path, fences: list[int]
 ) -> None:
     model = _fenced(shared_model_path, fences, tmp_path) if fences else shared_model_path
-    built = _build(firmware_library, model, tmp_path / "fw", seed=7)
+    built = _build(firmware_build.path, model, tmp_path / "fw", seed=7, mve=firmware_build.mve)
     run = _run(built)
     _assert_matches_reference(model, built, run)
 

@@ -236,3 +236,47 @@ def test_refused_requests_write_nothing_and_overlap_is_refused(kernels: Int8Kern
     assert library.helia_depthwise_conv2d_s8(ctypes.byref(args)) == Status.NULL_POINTER
     assert (out == 77).all() and not (good == 77).all()
     assert library.helia_depthwise_conv2d_s8(None) == Status.NULL_POINTER
+
+
+def test_the_scratch_row_weight_sums_and_1x1_entry_are_checked(kernels: Int8Kernels) -> None:
+    """The arguments the Helium bodies add: a scratch row shorter than one im2col row (BAD_PARAMETER) or
+    overlapping the input or output, weight sums overlapping the output (PARTIAL_OVERLAP), and the 1x1 entry
+    given a 3x3 convolution (BAD_PARAMETER); each refusal writes no output byte, and the run entry after a
+    passed check gives the combined entry's bytes."""
+    import ctypes
+
+    from heliabuild.kernels.int8 import _I8, _I32, ConvArgs, _pointer, conv_scratch_bytes, weight_sums
+
+    x, w, params = _conv_request()
+    sums = weight_sums(w)
+    row = np.zeros(conv_scratch_bytes(params), np.int8)
+    out = np.full(params.output_shape, 77, np.int8)
+    m, s = params.multipliers, params.shifts
+    args = ConvArgs(
+        _pointer(x, _I8), _pointer(w, _I8), _pointer(None, _I32), _pointer(m, _I32), _pointer(s, _I32),
+        _pointer(out, _I8), 1, 5, 5, 3, 3, 3, 5, 5, 4, 1, 1, 1, 1, 1, 1, 1, 4, 3, -5, -128, 127,
+        _pointer(sums, _I32), _pointer(row, _I8), row.size,
+    )  # fmt: skip
+    library = kernels.library
+    for name in ("helia_conv2d_s8_check", "helia_conv2d_s8_run", "helia_conv2d_1x1_s8"):
+        getattr(library, name).argtypes = [ctypes.POINTER(ConvArgs)]
+    assert row.size == 3 * 3 * 3
+    args.scratch_bytes = row.size - 1
+    assert library.helia_conv2d_s8(ctypes.byref(args)) == Status.BAD_PARAMETER
+    args.scratch_bytes = row.size
+    args.scratch = ctypes.cast(x.ctypes.data + 4, _I8)  # the row overlaps the input
+    assert library.helia_conv2d_s8(ctypes.byref(args)) == Status.PARTIAL_OVERLAP
+    args.scratch = ctypes.cast(out.ctypes.data, _I8)  # ... or the output
+    assert library.helia_conv2d_s8(ctypes.byref(args)) == Status.PARTIAL_OVERLAP
+    args.scratch = _pointer(row, _I8)
+    args.weight_sums = ctypes.cast(out.ctypes.data, _I32)  # the sums overlap the output
+    assert library.helia_conv2d_s8(ctypes.byref(args)) == Status.PARTIAL_OVERLAP
+    args.weight_sums = _pointer(sums, _I32)
+    assert library.helia_conv2d_1x1_s8(ctypes.byref(args)) == Status.BAD_PARAMETER
+    assert (out == 77).all()
+    assert library.helia_conv2d_s8(ctypes.byref(args)) == Status.OK
+    combined = out.copy()
+    out[:] = 77
+    assert library.helia_conv2d_s8_check(ctypes.byref(args)) == Status.OK
+    assert library.helia_conv2d_s8_run(ctypes.byref(args)) == Status.OK
+    assert out.tobytes() == combined.tobytes() == kernels.conv(params, x, w, None).tobytes()

@@ -1,6 +1,7 @@
 """The int8 C kernels on the target: random cases of every operator, their outputs taken from LiteRT's
 reference kernels, replayed by one Cortex-M55 firmware on QEMU mps3-an547 (arm-none-eabi-gcc, the
-firmware's flags); every output must match LiteRT byte for byte there too.
+firmware's flags); every output must match LiteRT byte for byte there too, from the library built with MVE
+(the Helium bodies) and from the one built `+nomve` (the portable bodies).
 
 The host bindings record each call (heliabuild.kernels.int8.KernelCall); the test turns the calls into
 static C initializers, links them with the firmware library (heliabuild's kernels and the semihosting
@@ -16,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from conftest import require_firmware_tools
+from conftest import FirmwareLibrary, require_firmware_tools
 from helpers.int8_models import (
     binary_model,
     concatenation_model,
@@ -60,14 +61,20 @@ def _activation(rng: np.random.Generator) -> str:
     return str(rng.choice(ACTIVATIONS))
 
 
+def _extent(rng: np.random.Generator, small: int, large: int) -> int:
+    """Below `small` half the time (the scalar tails), else up to `large` (whole MVE vectors and their tails)."""
+    return int(rng.integers(1, small)) if rng.integers(2) else int(rng.integers(small, large))
+
+
 def case_fully_connected(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
-    batches, depth, units = (int(v) for v in rng.integers(1, [4, 40, 12]))
+    batches, depth, units = int(rng.integers(1, 4)), _extent(rng, 16, 80), _extent(rng, 5, 24)
     x, w = _codes(rng, (batches, depth)), _codes(rng, (units, depth), -127)
     scales = (0.05 * rng.uniform(0.25, 1.0, size=units if rng.integers(2) else 1)).astype(np.float32)
     bias = rng.integers(-5000, 5000, size=units, dtype=np.int32) if rng.integers(2) else None
     iq, oq, act = _quant(rng), _quant(rng, 1e-3, 2.0), _activation(rng)
     expected = run_reference(fully_connected_model(x.shape, w, scales, bias, iq, oq, act), [x])
-    k.fully_connected(int8.fully_connected_params(x.size, w.shape, iq, scales, oq, act), x, w, bias)
+    params = int8.fully_connected_params(x.size, w.shape, iq, scales, oq, act)
+    k.fully_connected(params, x, w, bias, sums=bool(rng.integers(4)))
     return expected
 
 
@@ -78,8 +85,8 @@ def _conv(k: Int8Kernels, rng: np.random.Generator, depthwise: bool) -> np.ndarr
     padding = str(rng.choice(["SAME", "VALID"]))
     h = int(rng.integers((kh - 1) * dilation[0] + 1, 9))
     w_ = int(rng.integers((kw - 1) * dilation[1] + 1, 9))
-    channels = int(rng.integers(1, 5))
-    out_c = channels * int(rng.integers(1, 3)) if depthwise else int(rng.integers(1, 6))
+    channels = _extent(rng, 5, 40)
+    out_c = channels * int(rng.integers(1, 3)) if depthwise else _extent(rng, 6, 24)
     x = _codes(rng, (1, h, w_, channels))
     w = _codes(rng, (1, kh, kw, out_c) if depthwise else (out_c, kh, kw, channels), -127)
     scales = (0.05 * rng.uniform(0.25, 1.0, size=out_c)).astype(np.float32)
@@ -94,7 +101,7 @@ def _conv(k: Int8Kernels, rng: np.random.Generator, depthwise: bool) -> np.ndarr
         activation=act, depthwise=depthwise,
     )  # fmt: skip
     expected = run_reference(model, [x])
-    k.conv(params, x, w, bias)
+    k.conv(params, x, w, bias, sums=bool(rng.integers(4)), scratch=bool(rng.integers(4)))
     return expected
 
 
@@ -102,8 +109,45 @@ def case_conv2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _conv(k, rng, False)
 
 
+def case_conv2d_1x1(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """The pointwise convolution the MVE body reads in place (no padding, stride 1 or 2)."""
+    channels, out_c = _extent(rng, 16, 70), _extent(rng, 5, 24)
+    stride = (int(rng.integers(1, 3)),) * 2
+    x = _codes(rng, (1, int(rng.integers(1, 6)), int(rng.integers(1, 6)), channels))
+    w = _codes(rng, (out_c, 1, 1, channels), -127)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=out_c if rng.integers(2) else 1)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, size=out_c, dtype=np.int32)
+    iq, oq, act = _quant(rng), _quant(rng, 1e-3, 2.0), _activation(rng)
+    params = int8.conv_params(x.shape, w.shape, iq, scales, oq, stride=stride, padding="VALID", activation=act)
+    model = conv_model(
+        x.shape, w, scales, bias, iq, oq, params.output_shape, stride=stride, dilation=(1, 1), padding="VALID",
+        activation=act, depthwise=False,
+    )  # fmt: skip
+    expected = run_reference(model, [x])
+    k.conv(params, x, w, bias, pointwise=True, sums=bool(rng.integers(4)))
+    return expected
+
+
 def case_depthwise_conv2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _conv(k, rng, True)
+
+
+def case_depthwise_conv2d_wide(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """More channels than the MVE body holds in one pass (64), a small window: every pass and its tail."""
+    channels = int(rng.integers(60, 140))
+    x = _codes(rng, (1, int(rng.integers(1, 5)), int(rng.integers(1, 5)), channels))
+    w = _codes(rng, (1, 3, 3, channels), -127)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=channels)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
+    iq, oq, act = _quant(rng), _quant(rng, 1e-3, 2.0), _activation(rng)
+    params = int8.conv_params(x.shape, w.shape, iq, scales, oq, padding="SAME", activation=act, depthwise=True)
+    model = conv_model(
+        x.shape, w, scales, bias, iq, oq, params.output_shape, stride=(1, 1), dilation=(1, 1), padding="SAME",
+        activation=act, depthwise=True,
+    )  # fmt: skip
+    expected = run_reference(model, [x])
+    k.conv(params, x, w, bias)
+    return expected
 
 
 def _binary(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
@@ -119,6 +163,25 @@ def _binary(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
 
 def case_add(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _binary(k, rng, "add")
+
+
+def _same_extents(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    """Inputs of the output's extents: the four-lane body (whole vectors and a tail)."""
+    shape = (int(rng.integers(1, 4)), _extent(rng, 5, 40))
+    a, b = _codes(rng, shape), _codes(rng, shape)
+    q1, q2, qo, act = _quant(rng), _quant(rng), _quant(rng, 1e-3, 1.0), _activation(rng)
+    params = (int8.add_params if kind == "add" else int8.mul_params)(q1, q2, qo, act)
+    expected = run_reference(binary_model(kind, a.shape, b.shape, q1, q2, qo, act), [a, b])
+    k.binary(kind, params, a, b)
+    return expected
+
+
+def case_add_same_extents(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _same_extents(k, rng, "add")
+
+
+def case_mul_same_extents(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _same_extents(k, rng, "mul")
 
 
 def case_mul(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
@@ -255,7 +318,7 @@ class Emitter:
             name = f"c{index}_{position}"
             if isinstance(array, np.ndarray):
                 names[array.ctypes.data] = name
-                self._array(name, array, writable=position == len(call.arrays) - 1)
+                self._array(name, array, writable=position >= len(call.arrays) - call.written)
             else:  # a ctypes table of pointers (CONCATENATION's inputs)
                 names[ctypes.addressof(array)] = name
                 entries = ", ".join(names[address] for address in array)
@@ -367,6 +430,7 @@ def replay_on_cortex_m55(
     folder: Path,
     library: Path,
     seed: int,
+    mve: bool = True,
 ) -> None:
     """Run CASES_PER_OPERATOR seeded cases of every operator on the host (each must equal LiteRT), replay the
     recorded calls in one firmware on QEMU and require every output to match there too."""
@@ -387,7 +451,7 @@ def replay_on_cortex_m55(
             emitter.add(len(emitter.calls), operator, call, expected)
     source = folder / "int8_cases.c"
     source.write_text(emitter.source())
-    elf = link_firmware(library, [source], [], folder / "int8_cases.elf")
+    elf = link_firmware(library, [source], [], folder / "int8_cases.elf", mve=mve)
     run = run_on_qemu(elf, timeout_s=120)
     total = len(cases) * CASES_PER_OPERATOR
     assert run.console.strip().splitlines()[-1] == f"helia-int8 OK {total}/{total}", run.console[-2000:]
@@ -395,7 +459,8 @@ def replay_on_cortex_m55(
 
 
 def test_every_operator_is_bit_exact_on_the_cortex_m55(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, firmware_library: Path
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, firmware_build: FirmwareLibrary
 ) -> None:
+    """From the MVE library (the Helium bodies) and from the +nomve one (the portable bodies)."""
     kernels = Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_int8")))
-    replay_on_cortex_m55(kernels, CASES, Emitter(), tmp_path, firmware_library, 20261201)
+    replay_on_cortex_m55(kernels, CASES, Emitter(), tmp_path, firmware_build.path, 20261201, mve=firmware_build.mve)

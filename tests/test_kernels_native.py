@@ -169,6 +169,10 @@ def test_cortex_m55_library_and_code_size_report(tmp_path_factory: pytest.TempPa
     assert library == m55_library_path(folder) and library.is_file()
     report = json.loads(code_size_report_path(folder).read_text())
     assert report["target"] == "cortex-m55"
+    # One flag set: the report's objects are compiled exactly as the firmware compiles them.
+    from heliabuild.firmware.toolchain import C_FLAGS, CPU_FLAGS, cpu_flags
+
+    assert report["flags"] == [*CPU_FLAGS, *C_FLAGS]
     assert {"-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-O2", "-std=c99"} <= set(report["flags"])
     assert set(report["objects"]) == {f"{p.stem}.o" for p in C_SOURCE_DIR.glob("*.c")}
     split = report["objects"]["stream_split.o"]
@@ -189,3 +193,9 @@ def test_cortex_m55_library_and_code_size_report(tmp_path_factory: pytest.TempPa
     before = _listing(folder / "cortex-m55")
     build_native(folder, "cortex-m55")
     assert _listing(folder / "cortex-m55") == before
+    # The same library without MVE: the same flags but -mcpu, and no Helium body.
+    nomve = build_native(folder, "cortex-m55-nomve")
+    assert nomve == m55_library_path(folder, "cortex-m55-nomve") and nomve.is_file()
+    plain = json.loads(code_size_report_path(folder, target="cortex-m55-nomve").read_text())
+    assert plain["target"] == "cortex-m55-nomve" and plain["flags"] == [*cpu_flags(mve=False), *C_FLAGS]
+    assert plain["objects"]["ops_conv_mve.o"]["text"] == 0 < report["objects"]["ops_conv_mve.o"]["text"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heliabuild.codegen.layout import Layout
+from heliabuild.codegen.layout import Layout, scratch_buffer
 from heliabuild.codegen.lowering import (
     ByteValue,
     CodegenError,
@@ -22,6 +22,7 @@ from heliabuild.codegen.lowering import (
     InlineInts,
     IntArray,
     KernelCall,
+    ScratchRef,
     TensorRef,
     TensorTable,
 )
@@ -148,6 +149,9 @@ class _Emitter:
             return f"op{call.op_index}_{name}"
         if isinstance(field, InlineInts):
             return "{" + ", ".join(str(v) for v in field.values) + "}"
+        if isinstance(field, ScratchRef):
+            offset = self.layout.arena.offsets.get(scratch_buffer(call.op_index))
+            return "NULL" if offset is None else f"(int8_t *)&arena[{offset}]"
         if isinstance(field, float):
             return f"{field!r}f"
         return str(field)
@@ -295,12 +299,14 @@ class _Emitter:
             "{",
             "    helia_status status;",
             "    if (ctx->initialized != 1u) { return HELIA_MODEL_NOT_INITIALIZED; }",
+            "    OPERATOR_DONE(-1);",
             *copies(None),
         ]
         fence = 0
         for call in self.calls:
             run.append(f"    status = {self.invocation(call, check=False)};")
             run.append(f"    if (status != HELIA_STATUS_OK) {{ return refuse(ctx, {call.op_index}, status); }}")
+            run.append(f"    OPERATOR_DONE({call.op_index});")
             if call.fence:
                 run.append(f"    if (ctx->on_fence != NULL) {{ ctx->on_fence(ctx->user, {fence}u); }}")
                 fence += 1
@@ -384,6 +390,13 @@ def emit_module(
             f"static uint8_t stream_pool[{max(layout.pool_bytes, 16)}] "
             f"__attribute__(({pool_section}aligned({layout.pool_alignment})));\n"
         )
+    emitter.lines.append(
+        "\n/* A per-operator profiling hook: nothing unless the build defines HELIA_PROFILE_OPERATORS and links\n"
+        " * helia_profile_operator, called with -1 as model_run starts and with each operator's index after it\n"
+        " * (bench/firmware.py counts instructions per layer with it). */\n"
+        "#ifdef HELIA_PROFILE_OPERATORS\nvoid helia_profile_operator(int32_t op);\n"
+        "#define OPERATOR_DONE(op) helia_profile_operator(op)\n#else\n#define OPERATOR_DONE(op) ((void)0)\n#endif\n"
+    )
     emitter.lines.append(
         "\nstatic helia_model_result refuse(helia_model_context *ctx, int32_t op, helia_status status)\n{\n"
         "    ctx->failed_operator = op;\n    ctx->kernel_status = status;\n"

@@ -1,7 +1,8 @@
 """Where every byte of a generated module lives (docs/firmware.md, "Layout").
 
 - Activations (every non-constant tensor an operator reads or writes, the model's inputs and outputs, the
-  fences' outputs) share one arena, placed by `heliabuild.codegen.arena` from their live ranges.
+  fences' outputs) and the kernels' scratch buffers (CONV_2D's im2col row, live during its operator only)
+  share one arena, placed by `heliabuild.codegen.arena` from their live ranges.
 - Constants follow the plan's `tensors[]`, one entry per storage root in first-reader order: `direct` stays
   where it is stored (the target's constant memory), `pin` is copied at init into its `destination_memory`,
   `stream` is read from the stream pool, where its schedule unit copies it after the unit's `issue_after`
@@ -15,7 +16,7 @@ naming the plan, the operator, the constant or the unit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from heliabuild.aot.facts import storage_roots
 from heliabuild.aot.planner import constant_ids
@@ -27,6 +28,11 @@ from heliabuild.model.graph import indices
 from heliabuild.model.io import Model, offline_allocation
 
 ARENA_ALIGNMENT = 16
+
+
+def scratch_buffer(op_index: int) -> str:
+    """The arena buffer name of operator `op_index`'s scratch (tensor buffers are named by their index)."""
+    return f"scratch{op_index}"
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,8 @@ class Layout:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     fences: int
+    scratch: dict[int, int] = field(default_factory=dict)
+    """Operator index -> the bytes of its scratch buffer in the arena (offset: arena.offsets[scratch_buffer(op)])."""
 
     def to_json(self) -> dict[str, object]:
         def tensors(indices: Sequence[int]) -> list[dict[str, int]]:
@@ -93,6 +101,10 @@ class Layout:
                     "pool_offset": c.pool_offset,
                 }
                 for c in self.constants
+            ],
+            "scratch": [
+                {"operator": op, "bytes": size, "offset": self.arena.offsets[scratch_buffer(op)]}
+                for op, size in sorted(self.scratch.items())
             ],
             "stream_pool": {"bytes": self.pool_bytes, "alignment": self.pool_alignment},
             "units": [
@@ -274,6 +286,9 @@ def plan_layout(
             raise CodegenError(f"tensor {t}: a model input or output that is a constant is not supported")
     sizes = {t: _tensor_bytes(model, t) for t in first_use}
     buffers = [Buffer(str(t), sizes[t], first_use[t], last_use[t]) for t in sorted(first_use)]
+    # Vela's offline allocation places no heliabuild scratch: those kernels then run without (their portable body).
+    scratch = {} if offline else {call.op_index: call.scratch_bytes for call in calls if call.scratch_bytes}
+    buffers += [Buffer(scratch_buffer(op), size, op, op) for op, size in scratch.items()]
     pool = plan.schedule.pool if plan.schedule is not None else None
     return Layout(
         arena=_offline_arena(model, buffers) if offline else plan_arena(buffers, ARENA_ALIGNMENT),
@@ -286,4 +301,5 @@ def plan_layout(
         inputs=inputs,
         outputs=outputs,
         fences=sum(1 for call in calls if call.fence),
+        scratch=scratch,
     )

@@ -7,10 +7,13 @@ the reason. The quantized parameters (multipliers, shifts, activation bounds, pa
 comparisons, SELECT_V2 and float DIV, NEG and SQUARED_DIFFERENCE are admitted by their operator contracts
 (`heliabuild.kernels.operators.admit`, on the Cortex-M55 target) and lowered to `c/ops_contracts.c`.
 
-A `KernelCall` names the check and run functions, the argument struct (or None for a positional call) and its
-fields; a field is an int, a float, a `TensorRef` (resolved to an address by the layout) or an `IntArray` (a
-small constant table, such as per-channel multipliers) or `InlineInts` (an array member of the struct); None
-is a null pointer.
+A `KernelCall` names the check function (run once, in `<prefix>_model_init`) and the run function (which trusts
+that check, in `<prefix>_model_run`): `KernelCall.of(op, "helia_<op>", ...)` gives `helia_<op>_check` and
+`helia_<op>_run`, the convention of every kernel (c/helia_ops.h). It also names the argument struct (or None
+for a positional call) and its fields; a field is an int, a float, a `TensorRef` (resolved to an address by the
+layout), an `IntArray` (a small constant table, such as per-channel multipliers or weight sums), `InlineInts`
+(an array member of the struct) or a `ScratchRef` (a scratch buffer planned in the arena); None is a null
+pointer.
 """
 
 from __future__ import annotations
@@ -78,6 +81,14 @@ class TensorTable:
 
 
 @dataclass(frozen=True)
+class ScratchRef:
+    """A kernel's scratch buffer of `bytes` bytes, planned in the arena, live during its operator only (CONV_2D's
+    im2col row); NULL where the arena is not heliabuild's to plan (an NPU model's offline allocation)."""
+
+    bytes: int
+
+
+@dataclass(frozen=True)
 class ByteValue:
     """One element's bytes emitted beside the call, passed by address (PAD's fill value)."""
 
@@ -85,7 +96,7 @@ class ByteValue:
     value: int
 
 
-Field = int | float | TensorRef | IntArray | InlineInts | TensorTable | ByteValue | None
+Field = int | float | TensorRef | IntArray | InlineInts | TensorTable | ByteValue | ScratchRef | None
 
 
 @dataclass(frozen=True)
@@ -104,21 +115,41 @@ class KernelCall:
     writes: tuple[int, ...]
     fence: bool = False
 
+    @property
+    def scratch_bytes(self) -> int:
+        """The bytes of the call's scratch buffer (0 without one)."""
+        return sum(field.bytes for _, field in self.fields if isinstance(field, ScratchRef))
+
     @classmethod
     def of(
         cls,
         op: OperatorFacts,
-        run: str,
+        kernel: str,
         args_type: str | None,
         *,
         fields: tuple[tuple[str, Field], ...],
         reads: tuple[int, ...],
         writes: tuple[int, ...],
         check: str | None = None,
+        run: str | None = None,
         fence: bool = False,
     ) -> KernelCall:
-        """The call of kernel `run` for `op`, checked at init by `check` (default: `run` + `_check`)."""
-        return cls(op.index, op.id, op.op_type, check or f"{run}_check", run, args_type, fields, reads, writes, fence)
+        """The call of `kernel` for `op`: its `<kernel>_check` runs once in model_init and its `<kernel>_run` (which
+        trusts that check) in model_run, unless `check` or `run` names another function. A `kernel` already
+        naming its run entry (`helia_<op>_run`) is that entry."""
+        base = kernel.removesuffix("_run")
+        return cls(
+            op.index,
+            op.id,
+            op.op_type,
+            check or f"{base}_check",
+            run or f"{base}_run",
+            args_type,
+            fields,
+            reads,
+            writes,
+            fence,
+        )
 
 
 class _Refusal(Exception):
@@ -193,6 +224,16 @@ def _multiplier_fields(multipliers: np.ndarray, shifts: np.ndarray, per_channel:
     )
 
 
+def _weight_sums(model: Model, weights: TensorFacts, depthwise: bool) -> IntArray:
+    """The per-output-channel weight sums the Helium bodies fold the input zero point out with (emitted as a
+    constant table from the same bytes as the filter)."""
+    data = model.buffer_data(weights.buffer)
+    _need(data is not None, f"weights {weights.name!r} have no data")
+    assert data is not None
+    filter_values = np.frombuffer(data.tobytes(), dtype=np.int8).reshape(weights.shape)
+    return IntArray("int32_t", tuple(int(v) for v in int8.weight_sums(filter_values, depthwise)))
+
+
 def _conv_fields(
     params: int8.ConvParams, data: TensorFacts, weights: TensorFacts, bias: TensorRef | None, output: TensorFacts
 ) -> tuple[tuple[str, Field], ...]:
@@ -229,7 +270,7 @@ def _conv_fields(
     )
 
 
-def _conv(op: OperatorFacts, depthwise: bool) -> KernelCall:
+def _conv(op: OperatorFacts, model: Model, depthwise: bool) -> KernelCall:
     data = _dtype(op.input(0), "int8", "input")
     weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
     output = _dtype(op.output, "int8", "output")
@@ -258,17 +299,23 @@ def _conv(op: OperatorFacts, depthwise: bool) -> KernelCall:
             "depth multiplier does not match the weights",
         )
     kind = "depthwise_conv2d" if depthwise else "conv2d"
+    scratch = int8.conv_scratch_bytes(params)
     return KernelCall.of(
         op,
         f"helia_{kind}_s8",
         "helia_conv_s8_args",
-        fields=_conv_fields(params, data, weights, _bias(op, params.output_shape[3]), output),
+        fields=(
+            *_conv_fields(params, data, weights, _bias(op, params.output_shape[3]), output),
+            ("weight_sums", _weight_sums(model, weights, depthwise)),
+            ("scratch", ScratchRef(scratch) if scratch else None),
+            ("scratch_bytes", scratch),
+        ),
         reads=tuple(t.index for t in op.inputs if t is not None),
         writes=(output.index,),
     )
 
 
-def _fully_connected(op: OperatorFacts) -> KernelCall:
+def _fully_connected(op: OperatorFacts, model: Model) -> KernelCall:
     data = _dtype(op.input(0), "int8", "input")
     weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
     output = _dtype(op.output, "int8", "output")
@@ -299,6 +346,7 @@ def _fully_connected(op: OperatorFacts) -> KernelCall:
             ("output_zero_point", params.output_zero_point),
             ("act_min", params.act_min),
             ("act_max", params.act_max),
+            ("weight_sums", _weight_sums(model, weights, False)),
         ),
         reads=tuple(t.index for t in op.inputs if t is not None),
         writes=(output.index,),
@@ -945,7 +993,7 @@ def _fence(op: OperatorFacts) -> KernelCall:
         _need(source.static and destination.static, f"fence pair {source.name!r} has a dynamic shape")
     return KernelCall.of(
         op,
-        "helia_stream_split_copy",
+        "helia_stream_split",
         None,
         check="helia_stream_split_prepare",
         fields=(),
@@ -956,9 +1004,9 @@ def _fence(op: OperatorFacts) -> KernelCall:
 
 
 _LOWERINGS: dict[str, Callable[[OperatorFacts, Model], KernelCall]] = {
-    "CONV_2D": lambda op, _: _conv(op, depthwise=False),
-    "DEPTHWISE_CONV_2D": lambda op, _: _conv(op, depthwise=True),
-    "FULLY_CONNECTED": lambda op, _: _fully_connected(op),
+    "CONV_2D": lambda op, model: _conv(op, model, depthwise=False),
+    "DEPTHWISE_CONV_2D": lambda op, model: _conv(op, model, depthwise=True),
+    "FULLY_CONNECTED": _fully_connected,
     "AVERAGE_POOL_2D": lambda op, _: _pool(op),
     "MAX_POOL_2D": lambda op, _: _pool(op),
     "ADD": lambda op, _: _add_or_mul(op),

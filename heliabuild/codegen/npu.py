@@ -43,9 +43,10 @@ def lower_ethos_u(op: OperatorFacts, model: Model) -> KernelCall:
     check, run, args_type = NPU_CALL
     return KernelCall.of(
         op,
-        run,
+        "helia_ethosu",
         args_type,
         check=check,
+        run=run,
         fields=(
             ("command_stream", TensorRef(stream.index)),
             ("command_stream_bytes", _byte_size(stream)),

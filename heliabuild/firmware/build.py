@@ -28,10 +28,10 @@ from heliabuild.files import replaced_on_success, write_atomic
 from heliabuild.firmware import C_SOURCE_DIR
 from heliabuild.firmware.toolchain import (
     C_FLAGS,
-    CPU_FLAGS,
     LINK_FLAGS,
     arm_gcc,
     compile_object,
+    cpu_flags,
     link_elf,
     toolchain_version,
 )
@@ -147,9 +147,9 @@ def library_sources(name: str) -> list[Path]:
     return [*kernels, *(C_SOURCE_DIR / source for source in harness), C_SOURCE_DIR / found.startup]
 
 
-def _stamp(sources: Sequence[Path]) -> str:
+def _stamp(sources: Sequence[Path], mve: bool) -> str:
     digest = hashlib.sha256()
-    for part in (*CPU_FLAGS, *C_FLAGS, *LINK_FLAGS, toolchain_version()):
+    for part in (*cpu_flags(mve), *C_FLAGS, *LINK_FLAGS, toolchain_version()):
         digest.update(part.encode() + b"\0")
     for path in (*sources, *headers()):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -168,29 +168,36 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def build_library(build_dir: str | os.PathLike[str], name: str = "mps3_an547") -> Path:
-    """The firmware library of target `name` in `build_dir` (module docstring); its path."""
-    folder = Path(build_dir).resolve() / name
+def library_folder(name: str, mve: bool = True) -> str:
+    """The folder, under a build folder, of target `name`'s library: `<name>`, or `<name>-nomve` for the
+    `-mcpu=cortex-m55+nomve` build (the kernels' portable bodies)."""
+    return name if mve else f"{name}-nomve"
+
+
+def build_library(build_dir: str | os.PathLike[str], name: str = "mps3_an547", *, mve: bool = True) -> Path:
+    """The firmware library of target `name` in `build_dir` (module docstring); its path. Without `mve` the
+    library is compiled for `-mcpu=cortex-m55+nomve` (link it with `link_firmware(..., mve=False)`)."""
+    folder = Path(build_dir).resolve() / library_folder(name, mve)
     folder.mkdir(parents=True, exist_ok=True)
     library = folder / LIBRARY_NAME
     stamp_file = folder / "library.sha256"
     sources = library_sources(name)
     with _locked(folder):
-        stamp = _stamp(sources)
+        stamp = _stamp(sources, mve)
         if library.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp:
             return library
-        compile_library(sources, library, folder / "objects")
+        compile_library(sources, library, folder / "objects", mve)
         write_atomic(stamp_file, stamp.encode())
     return library
 
 
-def compile_library(sources: Sequence[Path], library: Path, objects_dir: Path) -> None:
+def compile_library(sources: Sequence[Path], library: Path, objects_dir: Path, mve: bool = True) -> None:
     """Compile `sources` into `objects_dir` and archive them, deterministically (`ar D`), into `library`, which
     is replaced atomically: a failure leaves the earlier library or none."""
     objects = []
     for source in sources:
         output = objects_dir / f"{source.stem}.o"
-        compile_object(source, output, include_dirs())
+        compile_object(source, output, include_dirs(), mve=mve)
         objects.append(output)
     archiver = str(Path(arm_gcc()).with_name("arm-none-eabi-ar"))
     with replaced_on_success(library) as partial:
@@ -207,10 +214,14 @@ def link_firmware(
     name: str = "mps3_an547",
     *,
     driver: EthosuDriver | None = None,
+    mve: bool = True,
+    defines: Sequence[str] = (),
 ) -> Path:
     """Compile `sources` (the generated module, helia_firmware.c) and link them with `library` into `output`.
     An `npu` target also compiles `npu/helia_ethosu.c` and the Ethos-U `driver`'s sources (docs/firmware.md,
-    "Corstone-300 and the Ethos-U driver"); without a driver it is a FirmwareError."""
+    "Corstone-300 and the Ethos-U driver"); without a driver it is a FirmwareError. `mve` must be the library's
+    (build_library); `defines` are `-D` macros for the per-firmware sources (bench/firmware.py's
+    HELIA_PROFILE_OPERATORS)."""
     found = target(name)
     if found.npu != (driver is not None):
         needs = "needs the Ethos-U driver" if found.npu else "has no NPU, so no Ethos-U driver"
@@ -219,15 +230,15 @@ def link_firmware(
     objects_dir = output_path.parent / "objects"
     includes = [*include_dirs(), *extra_include_dirs]
     compiled = [(Path(source), False) for source in sources]
-    defines: tuple[str, ...] = ()
+    defines = tuple(defines)
     if driver is not None:
         includes += [C_SOURCE_DIR / "npu", *driver.include_dirs]
-        defines = (driver.define,)
+        defines += (driver.define,)
         compiled += [(C_SOURCE_DIR / "npu" / "helia_ethosu.c", False), *((path, True) for path in driver.sources)]
     objects = []
     for source, foreign in compiled:
         obj = objects_dir / f"{source.stem}.o"
-        compile_object(source, obj, includes, defines, foreign=foreign)
+        compile_object(source, obj, includes, defines, foreign=foreign, mve=mve)
         objects.append(obj)
-    link_elf([*objects, Path(library)], output_path, C_SOURCE_DIR / found.linker_script)
+    link_elf([*objects, Path(library)], output_path, C_SOURCE_DIR / found.linker_script, mve=mve)
     return output_path

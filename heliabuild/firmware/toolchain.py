@@ -20,20 +20,30 @@ from heliabuild.files import replaced_on_success
 ARM_GCC = "arm-none-eabi-gcc"
 TOOLCHAIN_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi"
 
-CPU_FLAGS = ("-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard")
-C_FLAGS = (
-    "-std=c99",
-    "-O2",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-pedantic",
-    "-ffreestanding",
-    "-ffunction-sections",
-    "-fdata-sections",
-    # binutils 2.40 rejects some MVE float conversions GCC 12 emits at -O2 (fixed in 2.41).
-    "-fno-if-conversion2",
-)
+FLAGS_FILE = Path(__file__).resolve().parents[1] / "kernels" / "c" / "cortex-m55.flags"
+"""The one flag set of every heliabuild Cortex-M55 object, shared with the kernel library's SConstruct."""
+
+
+def read_flags(path: Path = FLAGS_FILE) -> tuple[str, ...]:
+    """The flags of `path`: one a line, `#` comments and blank lines skipped."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="ascii").splitlines())
+    return tuple(line for line in lines if line)
+
+
+_FLAGS = read_flags()
+CPU_FLAGS = tuple(flag for flag in _FLAGS if flag.startswith("-m"))
+"""The target flags (also passed to the linker, which picks the multilib from them)."""
+C_FLAGS = tuple(flag for flag in _FLAGS if not flag.startswith("-m"))
+NOMVE_CPU = "-mcpu=cortex-m55+nomve"
+"""The same Cortex-M55 without MVE: the kernels' portable bodies (the scalar baseline the MVE build is checked
+and measured against)."""
+
+
+def cpu_flags(mve: bool = True) -> tuple[str, ...]:
+    """CPU_FLAGS, with `-mcpu=cortex-m55+nomve` when not `mve`."""
+    return CPU_FLAGS if mve else tuple(NOMVE_CPU if f.startswith("-mcpu=") else f for f in CPU_FLAGS)
+
+
 LINK_FLAGS = (
     "-nostartfiles",
     # The startup object sits in the firmware library; nothing else references it.
@@ -94,15 +104,17 @@ def compile_object(
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     defines: Sequence[str] = (),
     foreign: bool = False,
+    mve: bool = True,
 ) -> None:
     """Compile the C99 `source` into the object `output` for the Cortex-M55 (warnings are errors), with
-    `-D<define>` for each of `defines`; a `foreign` source (not heliabuild's) with FOREIGN_C_FLAGS."""
+    `-D<define>` for each of `defines`; a `foreign` source (not heliabuild's) with FOREIGN_C_FLAGS; without `mve`
+    for `-mcpu=cortex-m55+nomve`."""
     source_path = Path(source).resolve()
     output_path = Path(output).resolve()
     output_path.parent.mkdir(parents=True, exist_ok=True)
     includes = [f"-I{Path(folder).resolve()}" for folder in include_dirs]
     flags = FOREIGN_C_FLAGS if foreign else C_FLAGS
-    command = [arm_gcc(), *CPU_FLAGS, *flags, *(f"-D{d}" for d in defines), *includes, "-c", source_path.name]
+    command = [arm_gcc(), *cpu_flags(mve), *flags, *(f"-D{d}" for d in defines), *includes, "-c", source_path.name]
     with replaced_on_success(output_path) as partial:
         _run([*command, "-o", str(partial)], source_path.parent, f"compiling {source_path.name}")
 
@@ -111,13 +123,14 @@ def link_elf(
     objects: Sequence[str | os.PathLike[str]],
     output: str | os.PathLike[str],
     linker_script: str | os.PathLike[str],
+    mve: bool = True,
 ) -> None:
     """Link `objects` into the ELF `output` with `linker_script` (a section that does not fit fails the link)."""
     output_path = Path(output).resolve()
     output_path.parent.mkdir(parents=True, exist_ok=True)
     command = [
         arm_gcc(),
-        *CPU_FLAGS,
+        *cpu_flags(mve),
         *LINK_FLAGS,
         f"-T{Path(linker_script).resolve()}",
         *(str(Path(item).resolve()) for item in objects),

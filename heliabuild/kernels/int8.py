@@ -11,6 +11,10 @@ firmware generator and the tests share one derivation:
 - `activation_range(activation, quant)`: the fused activation as int8 bounds;
 - `conv_params`, `fully_connected_params`, `pool_params`, `add_params`,
   `mul_params`, `softmax_params`: every integer a kernel needs;
+- `weight_sums(filter, depthwise)`, `conv_scratch_bytes(params)`,
+  `reads_in_place(params)`: the per-channel weight sums and the im2col row the
+  Helium bodies take, and whether CONV_2D's 1x1 entry applies (docs/kernels.md,
+  "Helium (MVE) bodies");
 - `mbqm_single`, `mbqm_double`: the two roundings of TFLite's
   MultiplyByQuantizedMultiplier that LiteRT's reference kernels use
   (FULLY_CONNECTED rounds once, the other operators twice), stated in Python.
@@ -232,6 +236,31 @@ def conv_params(
         act_min=low,
         act_max=high,
     )
+
+
+def weight_sums(filter: np.ndarray, depthwise: bool = False) -> np.ndarray:
+    """Each output channel's sum of filter values, int32: over a row of a FULLY_CONNECTED [out, depth] or CONV_2D
+    [out_c, kh, kw, in_c] filter, over the taps of a DEPTHWISE_CONV_2D [1, kh, kw, out_c] filter. The Helium bodies
+    fold the input zero point out with them; they must be exactly these (the kernels' check touches no data)."""
+    values = np.asarray(filter, dtype=np.int64)
+    if depthwise:
+        return values.reshape(-1, values.shape[-1]).sum(axis=0).astype(np.int32)
+    return values.reshape(values.shape[0], -1).sum(axis=1).astype(np.int32)
+
+
+def conv_scratch_bytes(params: ConvParams) -> int:
+    """The scratch bytes CONV_2D's Helium body uses (helia_conv2d_s8_scratch_bytes): one im2col row, kh x kw x
+    in_c; 0 for DEPTHWISE_CONV_2D."""
+    return 0 if params.depthwise else params.filter_shape[1] * params.filter_shape[2] * params.input_shape[3]
+
+
+def reads_in_place(params: ConvParams) -> bool:
+    """Whether CONV_2D's 1x1 entry (helia_conv2d_1x1_s8) takes `params`: a 1x1 filter, no padding, every output
+    pixel reading inside the input."""
+    _, h, w, _ = params.input_shape
+    _, oh, ow, _ = params.output_shape
+    one = params.filter_shape[1] == 1 and params.filter_shape[2] == 1 and params.pad == (0, 0)
+    return not params.depthwise and one and (oh - 1) * params.stride[0] < h and (ow - 1) * params.stride[1] < w
 
 
 @dataclass(frozen=True)
@@ -458,6 +487,7 @@ class FullyConnectedArgs(ctypes.Structure):
         ("input", _I8), ("filter", _I8), ("bias", _I32), ("multipliers", _I32), ("shifts", _I32), ("output", _I8),
         *_fields("batches", "depth", "output_depth", "quant_count", "input_zero_point", "output_zero_point",
                  "act_min", "act_max"),
+        ("weight_sums", _I32),
     ]  # fmt: skip
 
 
@@ -467,6 +497,7 @@ class ConvArgs(ctypes.Structure):
         *_fields("batches", "input_h", "input_w", "input_c", "filter_h", "filter_w", "output_h", "output_w",
                  "output_c", "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left",
                  "depth_multiplier", "quant_count", "input_zero_point", "output_zero_point", "act_min", "act_max"),
+        ("weight_sums", _I32), ("scratch", _I8), ("scratch_bytes", ctypes.c_int32),
     ]  # fmt: skip
 
 
@@ -552,6 +583,8 @@ class KernelCall:
     function: str
     arguments: tuple[object, ...]
     arrays: tuple[object, ...]
+    written: int = 1
+    """How many of the last arrays the kernel writes (the output, and before it CONV_2D's scratch row)."""
 
 
 class Int8Kernels:
@@ -565,6 +598,7 @@ class Int8Kernels:
     _SIGNATURES: ClassVar[dict[str, tuple[list[object], object]]] = {
         "helia_fully_connected_s8": ([ctypes.POINTER(FullyConnectedArgs)], ctypes.c_int),
         "helia_conv2d_s8": ([ctypes.POINTER(ConvArgs)], ctypes.c_int),
+        "helia_conv2d_1x1_s8": ([ctypes.POINTER(ConvArgs)], ctypes.c_int),
         "helia_depthwise_conv2d_s8": ([ctypes.POINTER(ConvArgs)], ctypes.c_int),
         "helia_average_pool2d_s8": ([ctypes.POINTER(PoolArgs)], ctypes.c_int),
         "helia_max_pool2d_s8": ([ctypes.POINTER(PoolArgs)], ctypes.c_int),
@@ -596,9 +630,9 @@ class Int8Kernels:
     recorder: Callable[[KernelCall], None] | None = None
     """Called with every KernelCall before it runs (the M55 tests replay the calls on the target)."""
 
-    def _call(self, name: str, *arguments: object, arrays: Sequence[object] = ()) -> None:
+    def _call(self, name: str, *arguments: object, arrays: Sequence[object] = (), written: int = 1) -> None:
         if self.recorder is not None:
-            self.recorder(KernelCall(name, tuple(arguments), tuple(arrays)))
+            self.recorder(KernelCall(name, tuple(arguments), tuple(arrays), written))
         passed = [ctypes.byref(a) if isinstance(a, ctypes.Structure) else a for a in arguments]
         status = Status(getattr(self.library, name)(*passed))
         if status != Status.OK:
@@ -609,18 +643,26 @@ class Int8Kernels:
         return int(getattr(self.library, f"helia_ops_mbqm_{rounding}")(x, multiplier, shift))
 
     def fully_connected(
-        self, params: FullyConnectedParams, input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None
+        self,
+        params: FullyConnectedParams,
+        input: np.ndarray,
+        filter: np.ndarray,
+        bias: np.ndarray | None,
+        *,
+        sums: bool = True,
     ) -> np.ndarray:
+        """With `sums` the call passes the weight sums (what the firmware does; the Helium body needs them)."""
         x, f = _c_array(input, "int8"), _c_array(filter, "int8")
         b = None if bias is None else _c_array(bias, "int32")
         m, s = _c_array(params.multipliers, "int32"), _c_array(params.shifts, "int32")
+        ws = weight_sums(f) if sums else None
         out = np.zeros((params.batches, params.output_depth), np.int8)
         args = FullyConnectedArgs(
             _pointer(x, _I8), _pointer(f, _I8), _pointer(b, _I32), _pointer(m, _I32), _pointer(s, _I32),
             _pointer(out, _I8), params.batches, params.depth, params.output_depth, m.size,
-            params.input_zero_point, params.output_zero_point, params.act_min, params.act_max,
+            params.input_zero_point, params.output_zero_point, params.act_min, params.act_max, _pointer(ws, _I32),
         )  # fmt: skip
-        self._call("helia_fully_connected_s8", args, arrays=(x, f, b, m, s, out))
+        self._call("helia_fully_connected_s8", args, arrays=(x, f, b, m, s, ws, out))
         return out
 
     def conv(
@@ -630,12 +672,21 @@ class Int8Kernels:
         filter: np.ndarray,
         bias: np.ndarray | None,
         kernel: str | None = None,
+        *,
+        sums: bool = True,
+        scratch: bool = True,
+        pointwise: bool = False,
     ) -> np.ndarray:
         """CONV_2D, or DEPTHWISE_CONV_2D when `params.depthwise`; `kernel` names another kernel taking
-        helia_conv_s8_args (TRANSPOSE_CONV's)."""
+        helia_conv_s8_args (TRANSPOSE_CONV's, called without weight sums or scratch). With `sums` and `scratch` the
+        call passes the weight sums and CONV_2D's im2col row (what the firmware does; the Helium bodies need them);
+        `pointwise` calls the 1x1 entry (helia_conv2d_1x1_s8, no scratch)."""
         x, f = _c_array(input, "int8"), _c_array(filter, "int8")
         b = None if bias is None else _c_array(bias, "int32")
         m, s = _c_array(params.multipliers, "int32"), _c_array(params.shifts, "int32")
+        ws = weight_sums(f, params.depthwise) if sums and kernel is None else None
+        row_bytes = 0 if pointwise or kernel is not None else conv_scratch_bytes(params)
+        row = np.zeros(row_bytes, np.int8) if scratch and row_bytes else None
         out = np.zeros(params.output_shape, np.int8)
         n, h, w, c = params.input_shape
         args = ConvArgs(
@@ -643,10 +694,11 @@ class Int8Kernels:
             _pointer(out, _I8), n, h, w, c, params.filter_shape[1], params.filter_shape[2],
             params.output_shape[1], params.output_shape[2], params.output_shape[3], *params.stride, *params.dilation,
             *params.pad, params.depth_multiplier, m.size, params.input_zero_point, params.output_zero_point,
-            params.act_min, params.act_max,
+            params.act_min, params.act_max, _pointer(ws, _I32), _pointer(row, _I8), 0 if row is None else row.size,
         )  # fmt: skip
         name = kernel or ("helia_depthwise_conv2d_s8" if params.depthwise else "helia_conv2d_s8")
-        self._call(name, args, arrays=(x, f, b, m, s, out))
+        name = "helia_conv2d_1x1_s8" if pointwise else name
+        self._call(name, args, arrays=(x, f, b, m, s, ws, row, out), written=2)
         return out
 
     def pool(self, kind: str, params: PoolParams, input: np.ndarray) -> np.ndarray:

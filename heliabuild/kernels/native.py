@@ -6,8 +6,10 @@ into a folder the caller chooses (the package itself may be read-only):
 - target `host`: `<build_dir>/host/libheliakernels.so` (C99, `-O2 -Wall -Wextra
   -Werror -pedantic`), loaded with ctypes by the Python bindings;
 - target `cortex-m55`: `<build_dir>/cortex-m55/libheliakernels.a`, built with
-  arm-none-eabi-gcc (`-mcpu=cortex-m55 -mthumb -mfloat-abi=hard -O2`), plus a
-  per-object code-size report `code-size.json` / `code-size.txt`.
+  arm-none-eabi-gcc and the firmware's flags (`c/cortex-m55.flags`), plus a
+  per-object code-size report `code-size.json` / `code-size.txt`;
+- target `cortex-m55-nomve`: the same under `<build_dir>/cortex-m55-nomve/`,
+  for `-mcpu=cortex-m55+nomve` (the kernels' portable bodies).
 
 SCons runs as a subprocess (the `scons` beside the running interpreter, else
 `python -m SCons`), so an up-to-date build costs one SCons start and no
@@ -34,7 +36,7 @@ C_SOURCE_DIR = Path(__file__).resolve().parent / "c"
 
 SCONSTRUCT = C_SOURCE_DIR / "SConstruct"
 LIBRARY_NAME = "heliakernels"
-TARGETS = ("host", "cortex-m55")
+TARGETS = ("host", "cortex-m55", "cortex-m55-nomve")
 ARM_COMPILER = "arm-none-eabi-gcc"
 _HOST_COMPILERS = ("gcc", "cc", "clang")
 
@@ -93,14 +95,14 @@ def host_library_path(build_dir: Path) -> Path:
     return Path(build_dir) / "host" / name
 
 
-def m55_library_path(build_dir: Path) -> Path:
-    """Where the Cortex-M55 build puts the static library."""
-    return Path(build_dir) / "cortex-m55" / f"lib{LIBRARY_NAME}.a"
+def m55_library_path(build_dir: Path, target: str = "cortex-m55") -> Path:
+    """Where the Cortex-M55 build `target` (cortex-m55 or cortex-m55-nomve) puts the static library."""
+    return Path(build_dir) / target / f"lib{LIBRARY_NAME}.a"
 
 
-def code_size_report_path(build_dir: Path, suffix: str = ".json") -> Path:
-    """The Cortex-M55 code-size report (`.json`, or `.txt` for the table)."""
-    return Path(build_dir) / "cortex-m55" / f"code-size{suffix}"
+def code_size_report_path(build_dir: Path, suffix: str = ".json", target: str = "cortex-m55") -> Path:
+    """The Cortex-M55 code-size report (`.json`, or `.txt` for the table) of build `target`."""
+    return Path(build_dir) / target / f"code-size{suffix}"
 
 
 @contextlib.contextmanager
@@ -120,7 +122,7 @@ def _build_lock(build_dir: Path) -> Iterator[None]:
 
 
 def build_native(build_dir: Path, target: str = "host") -> Path:
-    """Build the C kernels for `target` ('host' or 'cortex-m55') into `build_dir`; return the library path.
+    """Build the C kernels for `target` (TARGETS) into `build_dir`; return the library path.
 
     Only stale files are rebuilt. Raises NativeBuildError when no host C
     compiler (or, for cortex-m55, no arm-none-eabi-gcc) is on PATH, and when
@@ -135,7 +137,7 @@ def build_native(build_dir: Path, target: str = "host") -> Path:
             f"({'CC=' + os.environ['CC'] if os.environ.get('CC') else 'gcc, cc and clang are not on PATH'})",
             hint="install gcc or clang, or set CC to a C99 compiler",
         )
-    if target == "cortex-m55" and arm_toolchain() is None:
+    if target != "host" and arm_toolchain() is None:
         raise NativeBuildError(
             f"native kernel build: {ARM_COMPILER} is not on PATH, so the Cortex-M55 library cannot be built",
             hint="install the Arm GNU toolchain (Debian/Ubuntu: apt-get install gcc-arm-none-eabi)",
@@ -151,7 +153,7 @@ def build_native(build_dir: Path, target: str = "host") -> Path:
         raise NativeBuildError(
             f"native kernel build for {target} into {folder} failed (exit {run.returncode}):\n{tail}"
         )
-    return host_library_path(folder) if target == "host" else m55_library_path(folder)
+    return host_library_path(folder) if target == "host" else m55_library_path(folder, target)
 
 
 _LIBRARIES: dict[Path, ctypes.CDLL] = {}

@@ -1,11 +1,15 @@
 /*
  * helia_ops.h - heliabuild's portable int8 operator kernels.
  *
- * Each operator has a check function and a run function taking the same
- * argument struct. The check validates every argument (pointers, extents,
- * parameters, buffer overlap) and touches no data; the run function performs
- * the same check first and writes nothing when it fails. Both return a
- * helia_status (helia_status.h).
+ * Each operator has three entry points taking the same arguments, all
+ * returning a helia_status (helia_status.h):
+ *   helia_<op>_check  validates every argument (pointers, extents, parameters,
+ *                     buffer overlap) and touches no data;
+ *   helia_<op>_run    the computation only: it trusts that the check passed
+ *                     on these very arguments and checks nothing itself (the
+ *                     generated module checks once at init and runs this);
+ *   helia_<op>        the check, then the run: it writes nothing when the
+ *                     check refuses (the host bindings and tests call this).
  *
  * Layouts are TFLite's: NHWC activations, CONV_2D filters [out_c, k_h, k_w,
  * in_c], DEPTHWISE_CONV_2D filters [1, k_h, k_w, out_c], FULLY_CONNECTED
@@ -14,9 +18,18 @@
  * generator in C) exactly as TFLite derives them; docs/kernels.md, "int8
  * operator kernels", states the arithmetic.
  *
- * C99, no heap, no recursion, no mutable global state. No kernel needs
- * scratch memory (SOFTMAX recomputes each exp instead of storing the row), so
- * none takes an arena buffer.
+ * C99, no heap, no recursion, no mutable global state. Only CONV_2D takes
+ * scratch memory (its im2col row, from the caller's arena); SOFTMAX recomputes
+ * each exp instead of storing the row.
+ *
+ * FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D have a Helium (MVE) body,
+ * compiled where __ARM_FEATURE_MVE says the target has integer MVE, beside
+ * the portable C99 body, which the host builds and which stays the reference;
+ * both give the same bytes (docs/kernels.md, "Helium (MVE) bodies"). The MVE
+ * body runs when the caller passes the weight sums (and, for a CONV_2D that
+ * is not 1x1, the scratch row); otherwise the portable body runs. The weight
+ * sums are the caller's word: a check touches no data (a streamed filter is
+ * not even in place at init), so it cannot compare them with the filter.
  */
 #ifndef HELIA_OPS_H
 #define HELIA_OPS_H
@@ -45,9 +58,11 @@ typedef struct helia_fully_connected_s8_args {
     int32_t output_zero_point;
     int32_t act_min;
     int32_t act_max;
+    const int32_t *weight_sums;  /* [output_depth]: each filter row's sum, or NULL (the MVE body needs it) */
 } helia_fully_connected_s8_args;
 
 helia_status helia_fully_connected_s8_check(const helia_fully_connected_s8_args *args);
+helia_status helia_fully_connected_s8_run(const helia_fully_connected_s8_args *args);
 helia_status helia_fully_connected_s8(const helia_fully_connected_s8_args *args);
 
 /* ---- CONV_2D and DEPTHWISE_CONV_2D -------------------------------------------------------------- */
@@ -79,11 +94,25 @@ typedef struct helia_conv_s8_args {
     int32_t output_zero_point;
     int32_t act_min;
     int32_t act_max;
+    const int32_t *weight_sums;  /* [output_c]: each output channel's sum of filter taps, or NULL (the MVE body needs it) */
+    int8_t *scratch;             /* CONV_2D's im2col row (helia_conv2d_s8_scratch_bytes), or NULL; written before read */
+    int32_t scratch_bytes;
 } helia_conv_s8_args;
 
+/* The scratch bytes CONV_2D's MVE body uses: one im2col row, filter_h x filter_w x input_c (the portable body
+ * uses none). */
+int32_t helia_conv2d_s8_scratch_bytes(const helia_conv_s8_args *args);
 helia_status helia_conv2d_s8_check(const helia_conv_s8_args *args);
+helia_status helia_conv2d_s8_run(const helia_conv_s8_args *args);
 helia_status helia_conv2d_s8(const helia_conv_s8_args *args);
+/* CONV_2D 1x1 without padding whose every output pixel reads inside the input (the plan's
+ * arm_convolve_1x1_s8[_fast]): the MVE body reads the input pixels in place, no scratch; any other
+ * convolution is BAD_PARAMETER. */
+helia_status helia_conv2d_1x1_s8_check(const helia_conv_s8_args *args);
+helia_status helia_conv2d_1x1_s8_run(const helia_conv_s8_args *args);
+helia_status helia_conv2d_1x1_s8(const helia_conv_s8_args *args);
 helia_status helia_depthwise_conv2d_s8_check(const helia_conv_s8_args *args);
+helia_status helia_depthwise_conv2d_s8_run(const helia_conv_s8_args *args);
 helia_status helia_depthwise_conv2d_s8(const helia_conv_s8_args *args);
 
 /* ---- AVERAGE_POOL_2D and MAX_POOL_2D ------------------------------------------------------------ */
@@ -107,8 +136,10 @@ typedef struct helia_pool_s8_args {
 } helia_pool_s8_args;
 
 helia_status helia_average_pool2d_s8_check(const helia_pool_s8_args *args);
+helia_status helia_average_pool2d_s8_run(const helia_pool_s8_args *args);
 helia_status helia_average_pool2d_s8(const helia_pool_s8_args *args);
 helia_status helia_max_pool2d_s8_check(const helia_pool_s8_args *args);
+helia_status helia_max_pool2d_s8_run(const helia_pool_s8_args *args);
 helia_status helia_max_pool2d_s8(const helia_pool_s8_args *args);
 
 /* ---- ADD and MUL (NumPy broadcasting over rank <= HELIA_OPS_MAX_RANK) --------------------------- */
@@ -135,12 +166,15 @@ typedef struct helia_binary_s8_args {
 } helia_binary_s8_args;
 
 helia_status helia_add_s8_check(const helia_binary_s8_args *args);
+helia_status helia_add_s8_run(const helia_binary_s8_args *args);
 helia_status helia_add_s8(const helia_binary_s8_args *args);
 helia_status helia_mul_s8_check(const helia_binary_s8_args *args);
+helia_status helia_mul_s8_run(const helia_binary_s8_args *args);
 helia_status helia_mul_s8(const helia_binary_s8_args *args);
 
 /* ---- RESHAPE: a byte copy ----------------------------------------------------------------------- */
 helia_status helia_reshape_check(const void *input, size_t input_bytes, const void *output, size_t output_bytes);
+helia_status helia_reshape_run(const void *input, size_t input_bytes, void *output, size_t output_bytes);
 helia_status helia_reshape(const void *input, size_t input_bytes, void *output, size_t output_bytes);
 
 /* ---- PAD (constant value) ----------------------------------------------------------------------- */
@@ -156,6 +190,7 @@ typedef struct helia_pad_args {
 } helia_pad_args;
 
 helia_status helia_pad_check(const helia_pad_args *args);
+helia_status helia_pad_run(const helia_pad_args *args);
 helia_status helia_pad(const helia_pad_args *args);
 
 /* ---- CONCATENATION (inputs and output share one quantization) ----------------------------------- */
@@ -170,15 +205,20 @@ typedef struct helia_concat_args {
 } helia_concat_args;
 
 helia_status helia_concatenation_check(const helia_concat_args *args);
+helia_status helia_concatenation_run(const helia_concat_args *args);
 helia_status helia_concatenation(const helia_concat_args *args);
 
 /* ---- QUANTIZE (float32 -> int8) and DEQUANTIZE (int8 -> float32) -------------------------------- */
 helia_status helia_quantize_f32_s8_check(const float *input, int8_t *output, int32_t count, float scale,
                                          int32_t zero_point);
+helia_status helia_quantize_f32_s8_run(const float *input, int8_t *output, int32_t count, float scale,
+                                       int32_t zero_point);
 helia_status helia_quantize_f32_s8(const float *input, int8_t *output, int32_t count, float scale,
                                    int32_t zero_point);
 helia_status helia_dequantize_s8_f32_check(const int8_t *input, float *output, int32_t count, float scale,
                                            int32_t zero_point);
+helia_status helia_dequantize_s8_f32_run(const int8_t *input, float *output, int32_t count, float scale,
+                                         int32_t zero_point);
 helia_status helia_dequantize_s8_f32(const int8_t *input, float *output, int32_t count, float scale,
                                      int32_t zero_point);
 
@@ -194,6 +234,7 @@ typedef struct helia_softmax_s8_args {
 } helia_softmax_s8_args;
 
 helia_status helia_softmax_s8_check(const helia_softmax_s8_args *args);
+helia_status helia_softmax_s8_run(const helia_softmax_s8_args *args);
 helia_status helia_softmax_s8(const helia_softmax_s8_args *args);
 
 /* ---- int8 requantization: RELU, RELU6, RELU_N1_TO_1 and int8 -> int8 QUANTIZE (ops_unary.c) ------- */
@@ -532,28 +573,38 @@ typedef struct helia_broadcast_args {
  * an unbounded end is the finite dtype limit (FLT_MAX, 65504). FP16 rounds the quotient to half before the
  * clamp and, under RELU and RELU6, turns -0 into +0. */
 helia_status helia_div_f32_check(const helia_broadcast_args *args);
+helia_status helia_div_f32_run(const helia_broadcast_args *args);
 helia_status helia_div_f32(const helia_broadcast_args *args);
 helia_status helia_div_f16_check(const helia_broadcast_args *args);
+helia_status helia_div_f16_run(const helia_broadcast_args *args);
 helia_status helia_div_f16(const helia_broadcast_args *args);
 
 /* SQUARED_DIFFERENCE: (x - y) rounded, then squared and rounded, at the operands' precision. */
 helia_status helia_squared_difference_f32_check(const helia_broadcast_args *args);
+helia_status helia_squared_difference_f32_run(const helia_broadcast_args *args);
 helia_status helia_squared_difference_f32(const helia_broadcast_args *args);
 helia_status helia_squared_difference_f16_check(const helia_broadcast_args *args);
+helia_status helia_squared_difference_f16_run(const helia_broadcast_args *args);
 helia_status helia_squared_difference_f16(const helia_broadcast_args *args);
 
 /* INT32 comparisons at full signed width; the output is one byte per element (no in place). */
 helia_status helia_equal_s32_check(const helia_broadcast_args *args);
+helia_status helia_equal_s32_run(const helia_broadcast_args *args);
 helia_status helia_equal_s32(const helia_broadcast_args *args);
 helia_status helia_not_equal_s32_check(const helia_broadcast_args *args);
+helia_status helia_not_equal_s32_run(const helia_broadcast_args *args);
 helia_status helia_not_equal_s32(const helia_broadcast_args *args);
 helia_status helia_greater_s32_check(const helia_broadcast_args *args);
+helia_status helia_greater_s32_run(const helia_broadcast_args *args);
 helia_status helia_greater_s32(const helia_broadcast_args *args);
 helia_status helia_greater_equal_s32_check(const helia_broadcast_args *args);
+helia_status helia_greater_equal_s32_run(const helia_broadcast_args *args);
 helia_status helia_greater_equal_s32(const helia_broadcast_args *args);
 helia_status helia_less_s32_check(const helia_broadcast_args *args);
+helia_status helia_less_s32_run(const helia_broadcast_args *args);
 helia_status helia_less_s32(const helia_broadcast_args *args);
 helia_status helia_less_equal_s32_check(const helia_broadcast_args *args);
+helia_status helia_less_equal_s32_run(const helia_broadcast_args *args);
 helia_status helia_less_equal_s32(const helia_broadcast_args *args);
 
 /* SELECT_V2: output = condition ? x : y elementwise, values copied exactly. */
@@ -570,13 +621,16 @@ typedef struct helia_select_v2_s32_args {
 } helia_select_v2_s32_args;
 
 helia_status helia_select_v2_s32_check(const helia_select_v2_s32_args *args);
+helia_status helia_select_v2_s32_run(const helia_select_v2_s32_args *args);
 helia_status helia_select_v2_s32(const helia_select_v2_s32_args *args);
 
 /* NEG: toggles the IEEE sign bit of `count` >= 1 elements (subnormals and NaN payloads kept, +0 <-> -0);
  * the output may be exactly the input. */
 helia_status helia_neg_f32_check(const float *input, float *output, int32_t count);
+helia_status helia_neg_f32_run(const float *input, float *output, int32_t count);
 helia_status helia_neg_f32(const float *input, float *output, int32_t count);
 helia_status helia_neg_f16_check(const uint16_t *input, uint16_t *output, int32_t count);
+helia_status helia_neg_f16_run(const uint16_t *input, uint16_t *output, int32_t count);
 helia_status helia_neg_f16(const uint16_t *input, uint16_t *output, int32_t count);
 
 #endif /* HELIA_OPS_H */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "helia_ops.h"
 #include "helia_status.h"
 
 /* The largest |(input - input_zero_point) * filter| of int8 operands: 255 * 128. */
@@ -70,5 +71,37 @@ static inline helia_status helia_ops_count(const int32_t *dims, int32_t rank, in
     *count = (int32_t)product;
     return HELIA_STATUS_OK;
 }
+
+/* The product of `rank` extents a check has already bounded (a run entry's element count). */
+static inline int32_t helia_ops_product(const int32_t *dims, int32_t rank)
+{
+    int32_t product = 1;
+    int32_t i;
+    for (i = 0; i < rank; ++i) {
+        product *= dims[i];
+    }
+    return product;
+}
+
+/* Whether every CONV_2D output pixel's one tap is an input pixel (1x1, no padding, every stride inside the
+ * input): the MVE body then reads the input in place, without an im2col row. */
+static inline int helia_ops_conv_reads_in_place(const helia_conv_s8_args *args)
+{
+    return args->filter_h == 1 && args->filter_w == 1 && args->pad_top == 0 && args->pad_left == 0 &&
+           (int64_t)(args->output_h - 1) * args->stride_h < args->input_h &&
+           (int64_t)(args->output_w - 1) * args->stride_w < args->input_w;
+}
+
+/* The Helium bodies (ops_conv_mve.c), on a target with integer MVE: the same bytes as the portable bodies, for
+ * arguments the check passed with weight sums given (and, for the im2col CONV_2D, a scratch row). */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define HELIA_OPS_MVE 1
+void helia_ops_fully_connected_mve(const helia_fully_connected_s8_args *args);
+void helia_ops_conv2d_in_place_mve(const helia_conv_s8_args *args);
+void helia_ops_conv2d_im2col_mve(const helia_conv_s8_args *args);
+void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args);
+#else
+#define HELIA_OPS_MVE 0
+#endif
 
 #endif /* HELIA_OPS_INTERNAL_H */

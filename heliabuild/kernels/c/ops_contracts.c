@@ -415,10 +415,7 @@ static helia_status binary_run(const helia_broadcast_args *args, binary_kind kin
     int32_t counts[3];
     const int32_t *dims[2];
     odometer it;
-    const helia_status status = binary_check(args, kind, counts);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
+    counts[2] = helia_ops_product(args->output_dims, args->rank);
     dims[0] = args->input1_dims;
     dims[1] = args->input2_dims;
     odometer_init(&it, args->rank, 2, dims, args->output_dims);
@@ -448,9 +445,15 @@ static helia_status binary_run(const helia_broadcast_args *args, binary_kind kin
         int32_t counts[3];                                                                                 \
         return binary_check(args, kind, counts);                                                           \
     }                                                                                                      \
-    helia_status helia_##name(const helia_broadcast_args *args)                                            \
+    helia_status helia_##name##_run(const helia_broadcast_args *args)                                      \
     {                                                                                                      \
         return binary_run(args, kind);                                                                     \
+    }                                                                                                      \
+    helia_status helia_##name(const helia_broadcast_args *args)                                            \
+    {                                                                                                      \
+        int32_t counts[3];                                                                                 \
+        const helia_status status = binary_check(args, kind, counts);                                      \
+        return status != HELIA_STATUS_OK ? status : binary_run(args, kind);                                \
     }
 
 BINARY_ENTRY_POINTS(div_f32, KIND_DIV_F32)
@@ -490,16 +493,13 @@ helia_status helia_select_v2_s32_check(const helia_select_v2_s32_args *args)
     return select_check(args, counts);
 }
 
-helia_status helia_select_v2_s32(const helia_select_v2_s32_args *args)
+helia_status helia_select_v2_s32_run(const helia_select_v2_s32_args *args)
 {
     int32_t counts[4];
     const int32_t *dims[3];
     odometer it;
     int32_t n;
-    const helia_status status = select_check(args, counts);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
+    counts[3] = helia_ops_product(args->output_dims, args->rank);
     dims[0] = args->condition_dims;
     dims[1] = args->x_dims;
     dims[2] = args->y_dims;
@@ -535,13 +535,9 @@ helia_status helia_neg_f32_check(const float *input, float *output, int32_t coun
     return neg_check(input, output, count, 4u);
 }
 
-helia_status helia_neg_f32(const float *input, float *output, int32_t count)
+helia_status helia_neg_f32_run(const float *input, float *output, int32_t count)
 {
     int32_t n;
-    const helia_status status = neg_check(input, output, count, 4u);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (n = 0; n < count; ++n) {
         uint32_t bits;
         memcpy(&bits, &input[n], sizeof bits);
@@ -556,15 +552,29 @@ helia_status helia_neg_f16_check(const uint16_t *input, uint16_t *output, int32_
     return neg_check(input, output, count, 2u);
 }
 
-helia_status helia_neg_f16(const uint16_t *input, uint16_t *output, int32_t count)
+helia_status helia_neg_f16_run(const uint16_t *input, uint16_t *output, int32_t count)
 {
     int32_t n;
-    const helia_status status = neg_check(input, output, count, 2u);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (n = 0; n < count; ++n) {
         output[n] = (uint16_t)(input[n] ^ 0x8000u);
     }
     return HELIA_STATUS_OK;
+}
+
+helia_status helia_select_v2_s32(const helia_select_v2_s32_args *args)
+{
+    const helia_status status = helia_select_v2_s32_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_select_v2_s32_run(args);
+}
+
+helia_status helia_neg_f32(const float *input, float *output, int32_t count)
+{
+    const helia_status status = neg_check(input, output, count, 4u);
+    return status != HELIA_STATUS_OK ? status : helia_neg_f32_run(input, output, count);
+}
+
+helia_status helia_neg_f16(const uint16_t *input, uint16_t *output, int32_t count)
+{
+    const helia_status status = neg_check(input, output, count, 2u);
+    return status != HELIA_STATUS_OK ? status : helia_neg_f16_run(input, output, count);
 }

@@ -11,6 +11,11 @@
  * each kernel here does what its LiteRT counterpart does. See docs/kernels.md,
  * "int8 operator kernels".
  *
+ * Each run entry has a portable C99 body (the reference, what the host builds)
+ * and, on a target with integer MVE, a Helium body (ops_conv_mve.c) that gives the
+ * same bytes; the Helium body needs the weight sums (and CONV_2D's scratch row),
+ * else the portable body runs. See docs/kernels.md, "Helium (MVE) bodies".
+ *
  * C99, no heap, no recursion.
  */
 #include "helia_fixed.h"
@@ -88,21 +93,19 @@ helia_status helia_fully_connected_s8_check(const helia_fully_connected_s8_args 
         (args->bias != NULL &&
          helia_ops_overlap(args->output, out_bytes, args->bias, (size_t)args->output_depth * sizeof(int32_t))) ||
         helia_ops_overlap(args->output, out_bytes, args->multipliers, (size_t)args->quant_count * sizeof(int32_t)) ||
-        helia_ops_overlap(args->output, out_bytes, args->shifts, (size_t)args->quant_count * sizeof(int32_t))) {
+        helia_ops_overlap(args->output, out_bytes, args->shifts, (size_t)args->quant_count * sizeof(int32_t)) ||
+        (args->weight_sums != NULL && helia_ops_overlap(args->output, out_bytes, args->weight_sums,
+                                                        (size_t)args->output_depth * sizeof(int32_t)))) {
         return HELIA_STATUS_PARTIAL_OVERLAP;
     }
     return HELIA_STATUS_OK;
 }
 
-helia_status helia_fully_connected_s8(const helia_fully_connected_s8_args *args)
+static void fully_connected_portable(const helia_fully_connected_s8_args *args)
 {
     int32_t b;
     int32_t o;
     int32_t d;
-    const helia_status status = helia_fully_connected_s8_check(args);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (b = 0; b < args->batches; ++b) {
         const int8_t *row = args->input + (size_t)b * (size_t)args->depth;
         int8_t *out = args->output + (size_t)b * (size_t)args->output_depth;
@@ -116,7 +119,24 @@ helia_status helia_fully_connected_s8(const helia_fully_connected_s8_args *args)
                                 args->output_zero_point, args->act_min, args->act_max);
         }
     }
+}
+
+helia_status helia_fully_connected_s8_run(const helia_fully_connected_s8_args *args)
+{
+#if HELIA_OPS_MVE
+    if (args->weight_sums != NULL) {
+        helia_ops_fully_connected_mve(args);
+        return HELIA_STATUS_OK;
+    }
+#endif
+    fully_connected_portable(args);
     return HELIA_STATUS_OK;
+}
+
+helia_status helia_fully_connected_s8(const helia_fully_connected_s8_args *args)
+{
+    const helia_status status = helia_fully_connected_s8_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_fully_connected_s8_run(args);
 }
 
 /* ---- CONV_2D / DEPTHWISE_CONV_2D ------------------------------------------------------------- */
@@ -170,10 +190,28 @@ static helia_status conv_check(const helia_conv_s8_args *args, int depthwise)
         (args->bias != NULL &&
          helia_ops_overlap(args->output, out_bytes, args->bias, (size_t)args->output_c * sizeof(int32_t))) ||
         helia_ops_overlap(args->output, out_bytes, args->multipliers, (size_t)args->quant_count * sizeof(int32_t)) ||
-        helia_ops_overlap(args->output, out_bytes, args->shifts, (size_t)args->quant_count * sizeof(int32_t))) {
+        helia_ops_overlap(args->output, out_bytes, args->shifts, (size_t)args->quant_count * sizeof(int32_t)) ||
+        (args->weight_sums != NULL &&
+         helia_ops_overlap(args->output, out_bytes, args->weight_sums, (size_t)args->output_c * sizeof(int32_t)))) {
         return HELIA_STATUS_PARTIAL_OVERLAP;
     }
+    if (!depthwise && args->scratch != NULL) {
+        const size_t scratch = (size_t)(args->scratch_bytes > 0 ? args->scratch_bytes : 0);
+        if (args->scratch_bytes < helia_conv2d_s8_scratch_bytes(args)) {
+            return HELIA_STATUS_BAD_PARAMETER;
+        }
+        if (helia_ops_overlap(args->scratch, scratch, args->input, (size_t)input_count) ||
+            helia_ops_overlap(args->scratch, scratch, args->output, out_bytes) ||
+            helia_ops_overlap(args->scratch, scratch, args->filter, (size_t)filter_count)) {
+            return HELIA_STATUS_PARTIAL_OVERLAP;
+        }
+    }
     return HELIA_STATUS_OK;
+}
+
+int32_t helia_conv2d_s8_scratch_bytes(const helia_conv_s8_args *args)
+{
+    return args->filter_h * args->filter_w * args->input_c;
 }
 
 helia_status helia_conv2d_s8_check(const helia_conv_s8_args *args)
@@ -181,12 +219,21 @@ helia_status helia_conv2d_s8_check(const helia_conv_s8_args *args)
     return conv_check(args, 0);
 }
 
+helia_status helia_conv2d_1x1_s8_check(const helia_conv_s8_args *args)
+{
+    const helia_status status = conv_check(args, 0);
+    if (status != HELIA_STATUS_OK) {
+        return status;
+    }
+    return helia_ops_conv_reads_in_place(args) ? HELIA_STATUS_OK : HELIA_STATUS_BAD_PARAMETER;
+}
+
 helia_status helia_depthwise_conv2d_s8_check(const helia_conv_s8_args *args)
 {
     return conv_check(args, 1);
 }
 
-helia_status helia_conv2d_s8(const helia_conv_s8_args *args)
+static void conv2d_portable(const helia_conv_s8_args *args)
 {
     int32_t b;
     int32_t oy;
@@ -195,10 +242,6 @@ helia_status helia_conv2d_s8(const helia_conv_s8_args *args)
     int32_t fy;
     int32_t fx;
     int32_t ic;
-    const helia_status status = conv_check(args, 0);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (b = 0; b < args->batches; ++b) {
         for (oy = 0; oy < args->output_h; ++oy) {
             const int32_t origin_y = oy * args->stride_h - args->pad_top;
@@ -236,10 +279,45 @@ helia_status helia_conv2d_s8(const helia_conv_s8_args *args)
             }
         }
     }
+}
+
+helia_status helia_conv2d_1x1_s8_run(const helia_conv_s8_args *args)
+{
+#if HELIA_OPS_MVE
+    if (args->weight_sums != NULL) {
+        helia_ops_conv2d_in_place_mve(args);
+        return HELIA_STATUS_OK;
+    }
+#endif
+    conv2d_portable(args);
     return HELIA_STATUS_OK;
 }
 
-helia_status helia_depthwise_conv2d_s8(const helia_conv_s8_args *args)
+helia_status helia_conv2d_1x1_s8(const helia_conv_s8_args *args)
+{
+    const helia_status status = helia_conv2d_1x1_s8_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_conv2d_1x1_s8_run(args);
+}
+
+helia_status helia_conv2d_s8_run(const helia_conv_s8_args *args)
+{
+#if HELIA_OPS_MVE
+    if (args->weight_sums != NULL && args->scratch != NULL) {
+        helia_ops_conv2d_im2col_mve(args);
+        return HELIA_STATUS_OK;
+    }
+#endif
+    conv2d_portable(args);
+    return HELIA_STATUS_OK;
+}
+
+helia_status helia_conv2d_s8(const helia_conv_s8_args *args)
+{
+    const helia_status status = conv_check(args, 0);
+    return status != HELIA_STATUS_OK ? status : helia_conv2d_s8_run(args);
+}
+
+static void depthwise_conv2d_portable(const helia_conv_s8_args *args)
 {
     int32_t b;
     int32_t oy;
@@ -247,10 +325,6 @@ helia_status helia_depthwise_conv2d_s8(const helia_conv_s8_args *args)
     int32_t oc;
     int32_t fy;
     int32_t fx;
-    const helia_status status = conv_check(args, 1);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (b = 0; b < args->batches; ++b) {
         for (oy = 0; oy < args->output_h; ++oy) {
             const int32_t origin_y = oy * args->stride_h - args->pad_top;
@@ -287,5 +361,22 @@ helia_status helia_depthwise_conv2d_s8(const helia_conv_s8_args *args)
             }
         }
     }
+}
+
+helia_status helia_depthwise_conv2d_s8_run(const helia_conv_s8_args *args)
+{
+#if HELIA_OPS_MVE
+    if (args->weight_sums != NULL && args->depth_multiplier == 1) {
+        helia_ops_depthwise_conv2d_mve(args);
+        return HELIA_STATUS_OK;
+    }
+#endif
+    depthwise_conv2d_portable(args);
     return HELIA_STATUS_OK;
+}
+
+helia_status helia_depthwise_conv2d_s8(const helia_conv_s8_args *args)
+{
+    const helia_status status = conv_check(args, 1);
+    return status != HELIA_STATUS_OK ? status : helia_depthwise_conv2d_s8_run(args);
 }

@@ -9,13 +9,21 @@
  * QUANTIZE: y = saturate(round_half_away(x / scale) + zp), in float32.
  * DEQUANTIZE: y = (float)(x - zp) * scale, one float32 rounding.
  * MBQM is the double-rounding MultiplyByQuantizedMultiplier (helia_fixed.h), as LiteRT
- * rounds for ADD and MUL. See docs/kernels.md.
+ * rounds for ADD and MUL. On a target with integer MVE, ADD and MUL of equal extents run
+ * four lanes at a time with helia_fixed_mve.h, the same arithmetic step for step (the same
+ * bytes). See docs/kernels.md.
  *
  * C99, no heap, no recursion, no libm.
  */
 #include "helia_fixed.h"
 #include "helia_ops.h"
 #include "helia_ops_internal.h"
+
+#if HELIA_OPS_MVE
+#include <arm_mve.h>
+
+#include "helia_fixed_mve.h"
+#endif
 
 #define KIND_ADD 0
 #define KIND_MUL 1
@@ -89,6 +97,49 @@ static int8_t mul_one(const helia_binary_s8_args *args, int32_t x1, int32_t x2)
     return helia_clamp_s8(helia_wrapping_add_s32(scaled, args->output_zero_point), args->act_min, args->act_max);
 }
 
+#if HELIA_OPS_MVE
+/* ADD or MUL of inputs with the output's extents (no broadcasting), four lanes at a time; an output that is
+ * exactly an input is read before it is written, lane for lane. */
+static void binary_same_extents_mve(const helia_binary_s8_args *args, int kind, int32_t count)
+{
+    const int32x4_t m1 = vdupq_n_s32(args->input1_multiplier);
+    const int32x4_t s1 = vdupq_n_s32(args->input1_shift);
+    const int32x4_t m2 = vdupq_n_s32(args->input2_multiplier);
+    const int32x4_t s2 = vdupq_n_s32(args->input2_shift);
+    const int32x4_t m_out = vdupq_n_s32(args->output_multiplier);
+    const int32x4_t s_out = vdupq_n_s32(args->output_shift);
+    const int32_t scale = INT32_C(1) << args->left_shift;
+    int32_t n;
+    for (n = 0; n < count; n += 4) {
+        const mve_pred16_t lanes = vctp32q((uint32_t)(count - n));
+        const int32x4_t x1 = vsubq_n_s32(vldrbq_z_s32(args->input1 + n, lanes), args->input1_zero_point);
+        const int32x4_t x2 = vsubq_n_s32(vldrbq_z_s32(args->input2 + n, lanes), args->input2_zero_point);
+        int32x4_t y;
+        if (kind == KIND_ADD) {
+            const int32x4_t a = helia_mbqm_double_x4(vmulq_n_s32(x1, scale), m1, s1);
+            const int32x4_t b = helia_mbqm_double_x4(vmulq_n_s32(x2, scale), m2, s2);
+            y = helia_mbqm_double_x4(vaddq_s32(a, b), m_out, s_out);
+        } else {
+            y = helia_mbqm_double_x4(vmulq_s32(x1, x2), m_out, s_out);
+        }
+        y = vaddq_n_s32(y, args->output_zero_point);
+        y = vminq_s32(vmaxq_s32(y, vdupq_n_s32(args->act_min)), vdupq_n_s32(args->act_max));
+        vstrbq_p_s32(args->output + n, y, lanes);
+    }
+}
+
+static int same_extents(const helia_binary_s8_args *args)
+{
+    int32_t i;
+    for (i = 0; i < args->rank; ++i) {
+        if (args->input1_dims[i] != args->output_dims[i] || args->input2_dims[i] != args->output_dims[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+#endif
+
 static helia_status binary_run(const helia_binary_s8_args *args, int kind)
 {
     int32_t counts[3];
@@ -101,10 +152,13 @@ static helia_status binary_run(const helia_binary_s8_args *args, int kind)
     int32_t offset2 = 0;
     int32_t i;
     int32_t n;
-    const helia_status status = binary_check(args, kind, counts);
-    if (status != HELIA_STATUS_OK) {
-        return status;
+    counts[2] = helia_ops_product(args->output_dims, args->rank);
+#if HELIA_OPS_MVE
+    if (same_extents(args)) {
+        binary_same_extents_mve(args, kind, counts[2]);
+        return HELIA_STATUS_OK;
     }
+#endif
     /* Element strides of each input, 0 along a broadcast axis. */
     for (i = args->rank - 1; i >= 0; --i) {
         stride1[i] = args->input1_dims[i] == 1 ? 0 : step1;
@@ -139,9 +193,15 @@ helia_status helia_add_s8_check(const helia_binary_s8_args *args)
     return binary_check(args, KIND_ADD, counts);
 }
 
-helia_status helia_add_s8(const helia_binary_s8_args *args)
+helia_status helia_add_s8_run(const helia_binary_s8_args *args)
 {
     return binary_run(args, KIND_ADD);
+}
+
+helia_status helia_add_s8(const helia_binary_s8_args *args)
+{
+    const helia_status status = helia_add_s8_check(args);
+    return status != HELIA_STATUS_OK ? status : binary_run(args, KIND_ADD);
 }
 
 helia_status helia_mul_s8_check(const helia_binary_s8_args *args)
@@ -150,9 +210,15 @@ helia_status helia_mul_s8_check(const helia_binary_s8_args *args)
     return binary_check(args, KIND_MUL, counts);
 }
 
-helia_status helia_mul_s8(const helia_binary_s8_args *args)
+helia_status helia_mul_s8_run(const helia_binary_s8_args *args)
 {
     return binary_run(args, KIND_MUL);
+}
+
+helia_status helia_mul_s8(const helia_binary_s8_args *args)
+{
+    const helia_status status = helia_mul_s8_check(args);
+    return status != HELIA_STATUS_OK ? status : binary_run(args, KIND_MUL);
 }
 
 /* ---- QUANTIZE / DEQUANTIZE -------------------------------------------------------------------- */
@@ -205,14 +271,10 @@ helia_status helia_quantize_f32_s8_check(const float *input, int8_t *output, int
     return convert_check(input, n * sizeof(float), output, n, count, scale, zero_point);
 }
 
-helia_status helia_quantize_f32_s8(const float *input, int8_t *output, int32_t count, float scale,
+helia_status helia_quantize_f32_s8_run(const float *input, int8_t *output, int32_t count, float scale,
                                    int32_t zero_point)
 {
     int32_t i;
-    const helia_status status = helia_quantize_f32_s8_check(input, output, count, scale, zero_point);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (i = 0; i < count; ++i) {
         const int32_t q = round_half_away_s32(input[i] / scale);
         /* Saturate before adding the zero point, so the sum cannot overflow. */
@@ -222,6 +284,13 @@ helia_status helia_quantize_f32_s8(const float *input, int8_t *output, int32_t c
     return HELIA_STATUS_OK;
 }
 
+helia_status helia_quantize_f32_s8(const float *input, int8_t *output, int32_t count, float scale,
+                                   int32_t zero_point)
+{
+    const helia_status status = helia_quantize_f32_s8_check(input, output, count, scale, zero_point);
+    return status != HELIA_STATUS_OK ? status : helia_quantize_f32_s8_run(input, output, count, scale, zero_point);
+}
+
 helia_status helia_dequantize_s8_f32_check(const int8_t *input, float *output, int32_t count, float scale,
                                            int32_t zero_point)
 {
@@ -229,16 +298,19 @@ helia_status helia_dequantize_s8_f32_check(const int8_t *input, float *output, i
     return convert_check(input, n, output, n * sizeof(float), count, scale, zero_point);
 }
 
-helia_status helia_dequantize_s8_f32(const int8_t *input, float *output, int32_t count, float scale,
+helia_status helia_dequantize_s8_f32_run(const int8_t *input, float *output, int32_t count, float scale,
                                      int32_t zero_point)
 {
     int32_t i;
-    const helia_status status = helia_dequantize_s8_f32_check(input, output, count, scale, zero_point);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (i = 0; i < count; ++i) {
         output[i] = (float)((int32_t)input[i] - zero_point) * scale;
     }
     return HELIA_STATUS_OK;
+}
+
+helia_status helia_dequantize_s8_f32(const int8_t *input, float *output, int32_t count, float scale,
+                                     int32_t zero_point)
+{
+    const helia_status status = helia_dequantize_s8_f32_check(input, output, count, scale, zero_point);
+    return status != HELIA_STATUS_OK ? status : helia_dequantize_s8_f32_run(input, output, count, scale, zero_point);
 }

@@ -74,10 +74,6 @@ static helia_status pool_run(const helia_pool_s8_args *args, int kind)
     int32_t c;
     int32_t y;
     int32_t x;
-    const helia_status status = pool_check(args, kind);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (b = 0; b < args->batches; ++b) {
         for (oy = 0; oy < args->output_h; ++oy) {
             const int32_t origin_y = oy * args->stride_h - args->pad_top;
@@ -122,9 +118,15 @@ helia_status helia_average_pool2d_s8_check(const helia_pool_s8_args *args)
     return pool_check(args, KIND_AVERAGE);
 }
 
-helia_status helia_average_pool2d_s8(const helia_pool_s8_args *args)
+helia_status helia_average_pool2d_s8_run(const helia_pool_s8_args *args)
 {
     return pool_run(args, KIND_AVERAGE);
+}
+
+helia_status helia_average_pool2d_s8(const helia_pool_s8_args *args)
+{
+    const helia_status status = pool_check(args, KIND_AVERAGE);
+    return status != HELIA_STATUS_OK ? status : pool_run(args, KIND_AVERAGE);
 }
 
 helia_status helia_max_pool2d_s8_check(const helia_pool_s8_args *args)
@@ -132,7 +134,13 @@ helia_status helia_max_pool2d_s8_check(const helia_pool_s8_args *args)
     return pool_check(args, KIND_MAX);
 }
 
-helia_status helia_max_pool2d_s8(const helia_pool_s8_args *args)
+helia_status helia_max_pool2d_s8_run(const helia_pool_s8_args *args)
 {
     return pool_run(args, KIND_MAX);
+}
+
+helia_status helia_max_pool2d_s8(const helia_pool_s8_args *args)
+{
+    const helia_status status = pool_check(args, KIND_MAX);
+    return status != HELIA_STATUS_OK ? status : pool_run(args, KIND_MAX);
 }

@@ -26,16 +26,19 @@ helia_status helia_reshape_check(const void *input, size_t input_bytes, const vo
     return HELIA_STATUS_OK;
 }
 
-helia_status helia_reshape(const void *input, size_t input_bytes, void *output, size_t output_bytes)
+helia_status helia_reshape_run(const void *input, size_t input_bytes, void *output, size_t output_bytes)
 {
-    const helia_status status = helia_reshape_check(input, input_bytes, output, output_bytes);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
+    (void)output_bytes; /* equal to input_bytes: the check passed */
     if (input != output && input_bytes != 0u) {
         memcpy(output, input, input_bytes);
     }
     return HELIA_STATUS_OK;
+}
+
+helia_status helia_reshape(const void *input, size_t input_bytes, void *output, size_t output_bytes)
+{
+    const helia_status status = helia_reshape_check(input, input_bytes, output, output_bytes);
+    return status != HELIA_STATUS_OK ? status : helia_reshape_run(input, input_bytes, output, output_bytes);
 }
 
 /* ---- PAD ------------------------------------------------------------------------------------- */
@@ -93,7 +96,7 @@ helia_status helia_pad_check(const helia_pad_args *args)
     return HELIA_STATUS_OK;
 }
 
-helia_status helia_pad(const helia_pad_args *args)
+helia_status helia_pad_run(const helia_pad_args *args)
 {
     int32_t output_dims[HELIA_OPS_MAX_RANK];
     int32_t index[HELIA_OPS_MAX_RANK];
@@ -107,10 +110,6 @@ helia_status helia_pad(const helia_pad_args *args)
     unsigned char *destination;
     size_t size;
     size_t inner_bytes;
-    helia_status status = helia_pad_check(args);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     (void)pad_sizes(args, output_dims, &input_count, &output_count);
     source = (const unsigned char *)args->input;
     destination = (unsigned char *)args->output;
@@ -152,6 +151,12 @@ helia_status helia_pad(const helia_pad_args *args)
         }
     }
     return HELIA_STATUS_OK;
+}
+
+helia_status helia_pad(const helia_pad_args *args)
+{
+    const helia_status status = helia_pad_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_pad_run(args);
 }
 
 /* ---- CONCATENATION --------------------------------------------------------------------------- */
@@ -205,15 +210,11 @@ helia_status helia_concatenation_check(const helia_concat_args *args)
     return HELIA_STATUS_OK;
 }
 
-helia_status helia_concatenation(const helia_concat_args *args)
+helia_status helia_concatenation_run(const helia_concat_args *args)
 {
     int32_t o;
     int32_t i;
     unsigned char *destination;
-    const helia_status status = helia_concatenation_check(args);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     destination = (unsigned char *)args->output;
     for (o = 0; o < args->outer; ++o) {
         for (i = 0; i < args->input_count; ++i) {
@@ -223,4 +224,10 @@ helia_status helia_concatenation(const helia_concat_args *args)
         }
     }
     return HELIA_STATUS_OK;
+}
+
+helia_status helia_concatenation(const helia_concat_args *args)
+{
+    const helia_status status = helia_concatenation_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_concatenation_run(args);
 }

@@ -145,14 +145,10 @@ helia_status helia_softmax_s8_check(const helia_softmax_s8_args *args)
     return HELIA_STATUS_OK;
 }
 
-helia_status helia_softmax_s8(const helia_softmax_s8_args *args)
+helia_status helia_softmax_s8_run(const helia_softmax_s8_args *args)
 {
     int32_t r;
     int32_t c;
-    const helia_status status = helia_softmax_s8_check(args);
-    if (status != HELIA_STATUS_OK) {
-        return status;
-    }
     for (r = 0; r < args->rows; ++r) {
         const int8_t *in = args->input + (size_t)r * (size_t)args->depth;
         int8_t *out = args->output + (size_t)r * (size_t)args->depth;
@@ -193,6 +189,12 @@ helia_status helia_softmax_s8(const helia_softmax_s8_args *args)
         }
     }
     return HELIA_STATUS_OK;
+}
+
+helia_status helia_softmax_s8(const helia_softmax_s8_args *args)
+{
+    const helia_status status = helia_softmax_s8_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_softmax_s8_run(args);
 }
 
 /* ---- LOG_SOFTMAX -------------------------------------------------------------------------------- */

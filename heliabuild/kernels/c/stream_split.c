@@ -178,10 +178,20 @@ helia_status helia_stream_split_copy(const helia_tensor_desc *inputs, size_t inp
                                      const helia_tensor_desc *outputs, size_t output_count,
                                      size_t *failing_pair)
 {
+    const helia_status status =
+        helia_stream_split_prepare(inputs, input_count, outputs, output_count, failing_pair);
+    return status != HELIA_STATUS_OK ? status
+                                     : helia_stream_split_run(inputs, input_count, outputs, output_count, failing_pair);
+}
+
+helia_status helia_stream_split_run(const helia_tensor_desc *inputs, size_t input_count,
+                                    const helia_tensor_desc *outputs, size_t output_count,
+                                    size_t *failing_pair)
+{
     size_t i;
-    helia_status status = helia_stream_split_prepare(inputs, input_count, outputs, output_count, failing_pair);
-    if (status != HELIA_STATUS_OK) {
-        return status;
+    (void)output_count; /* equal to input_count: prepare passed */
+    if (failing_pair != NULL) {
+        *failing_pair = HELIA_NO_PAIR;
     }
     for (i = 0u; i < input_count; ++i) {
         if (inputs[i].byte_length > 0u && !is_alias(&inputs[i], &outputs[i])) {

@@ -81,6 +81,16 @@ helia_status helia_stream_split_copy(const helia_tensor_desc *inputs, size_t inp
                                      const helia_tensor_desc *outputs, size_t output_count,
                                      size_t *failing_pair);
 
+/*
+ * The copy only, trusting that helia_stream_split_prepare accepted these very
+ * descriptors (the generated module prepares once at init, where its buffers
+ * are fixed, and runs this on every invoke); *failing_pair, when not NULL,
+ * receives HELIA_NO_PAIR. Always HELIA_STATUS_OK.
+ */
+helia_status helia_stream_split_run(const helia_tensor_desc *inputs, size_t input_count,
+                                    const helia_tensor_desc *outputs, size_t output_count,
+                                    size_t *failing_pair);
+
 #ifdef __cplusplus
 }
 #endif

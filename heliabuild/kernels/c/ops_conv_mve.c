@@ -1,0 +1,496 @@
+/*
+ * ops_conv_mve.c - the Helium (MVE) bodies of int8 FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D, written
+ * with the ACLE intrinsics of arm_mve.h. Compiled only where the target has integer MVE (the Cortex-M55
+ * without +nomve); ops_conv.c calls them from the run entries and keeps the portable bodies as the reference.
+ *
+ * Why the bytes equal the portable bodies' (docs/kernels.md, "Helium (MVE) bodies"):
+ * - Sums are reordered, never rounded: the check bounds the taps so that sum(filter * (input - zp)) fits
+ *   int32, and every partial sum here is computed modulo 2^32 (MVE integer lanes and VMLADAV wrap), so the
+ *   reordered sum is the same int32.
+ * - The input zero point is folded out: sum(w * (x - zp)) = sum(w * x) - zp * sum(w), modulo 2^32, with
+ *   sum(w) the caller's weight sums (the code generator's, from the filter's own bytes). A padding tap
+ *   must then contribute
+ *   w * (x - zp) = 0: the im2col row holds zp there, and the depthwise border pixels subtract zp per tap.
+ * - Requantization in four lanes is the scalar arithmetic step for step: VQRDMULH is gemmlowp's saturating
+ *   rounding doubling high multiply (floor((a * b + 2^30) / 2^31) for every a, b, the one overflow
+ *   saturated); VRSHL by -e after adding -1 to a negative value (when e > 0) is the rounding divide with
+ *   ties away from zero; the single rounding takes the exact 64-bit product's high and low words (VMULH,
+ *   VMUL) and rounds once. helia_fixed_mve.h; tests/test_kernels_mve_requantize.py compares them with the scalar
+ *   functions on QEMU.
+ *
+ * C99, no heap, no recursion.
+ */
+#include "helia_ops_internal.h"
+
+#if HELIA_OPS_MVE
+
+#include <arm_mve.h>
+
+#include "helia_fixed_mve.h"
+
+#define ROUND_SINGLE 1
+#define ROUND_DOUBLE 2
+
+/* What four output channels (channel + index[j], for the lanes j where that is below `channels`) need to
+ * requantize: the contiguous lanes of the matrix-vector product, or the even and the odd channels of the
+ * depthwise body's widening multiplies. */
+typedef struct channel_block {
+    int32x4_t offset; /* bias, less input_zero_point * weight sum when folded (modulo 2^32) */
+    int32x4_t multiplier;
+    int32x4_t shift;
+    uint32x4_t index;
+    mve_pred16_t lanes;
+} channel_block;
+
+static inline int32x4_t per_channel(const int32_t *values, int32_t quant_count, int32_t channel, uint32x4_t index,
+                                    mve_pred16_t lanes)
+{
+    return quant_count == 1 ? vdupq_n_s32(values[0]) : vldrwq_gather_shifted_offset_z_s32(values + channel, index, lanes);
+}
+
+static inline channel_block block_of(const int32_t *bias, const int32_t *weight_sums, const int32_t *multipliers,
+                                     const int32_t *shifts, int32_t quant_count, int32_t input_zero_point,
+                                     int32_t channel, int32_t channels, uint32x4_t index, int fold_zero_point)
+{
+    channel_block block;
+    int32x4_t offset;
+    block.index = index;
+    block.lanes = vcmpltq_n_s32(vreinterpretq_s32_u32(index), channels - channel);
+    offset = bias != NULL ? vldrwq_gather_shifted_offset_z_s32(bias + channel, index, block.lanes) : vdupq_n_s32(0);
+    if (fold_zero_point) {
+        offset = vmlaq_n_s32(offset, vldrwq_gather_shifted_offset_z_s32(weight_sums + channel, index, block.lanes),
+                             -input_zero_point);
+    }
+    block.offset = offset;
+    block.multiplier = per_channel(multipliers, quant_count, channel, index, block.lanes);
+    block.shift = per_channel(shifts, quant_count, channel, index, block.lanes);
+    return block;
+}
+
+/* The four sums `acc` of `block` (its offset added here) requantized and clamped. Always inlined with a constant
+ * `rounding`, so each call site compiles one rounding. */
+static inline __attribute__((always_inline)) int32x4_t requantize_block(int32x4_t acc, const channel_block *block,
+                                                                       int rounding, int32_t output_zero_point,
+                                                                       int32_t act_min, int32_t act_max)
+{
+    const int32x4_t value = vaddq_s32(acc, block->offset);
+    int32x4_t scaled = rounding == ROUND_SINGLE ? helia_mbqm_single_x4(value, block->multiplier, block->shift)
+                                                : helia_mbqm_double_x4(value, block->multiplier, block->shift);
+    scaled = vaddq_n_s32(scaled, output_zero_point);
+    return vminq_s32(vmaxq_s32(scaled, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+}
+
+/* requantize_block, stored at out[index] for the active lanes. */
+static inline __attribute__((always_inline)) void store_block(int8_t *out, int32x4_t acc, const channel_block *block,
+                                                             int rounding, int32_t output_zero_point, int32_t act_min,
+                                                             int32_t act_max)
+{
+    vstrbq_scatter_offset_p_s32(
+        out, block->index, requantize_block(acc, block, rounding, output_zero_point, act_min, act_max), block->lanes);
+}
+
+/* ---- matrix-vector product: FULLY_CONNECTED, 1x1 and im2col CONV_2D ------------------------------ */
+
+/* sum(x[k] * w_r[k]) for `rows` (1..4) filter rows w_r = w + r * depth, as four lanes (unused lanes 0). Four rows
+ * share each input load; whole 16-byte chunks load unpredicated, the row's tail once under VCTP, so no byte past
+ * `depth` is read. */
+static inline int32x4_t dot_rows(const int8_t *x, const int8_t *w, int32_t depth, int32_t rows)
+{
+    const int32_t chunks = depth / 16;
+    const int32_t tail = depth - 16 * chunks;
+    const mve_pred16_t last = vctp8q((uint32_t)tail);
+    int32_t sums[4] = {0, 0, 0, 0};
+    int32_t n;
+    if (rows == 4) {
+        const int8_t *in = x;
+        const int8_t *w0 = w;
+        const int8_t *w1 = w0 + depth;
+        const int8_t *w2 = w1 + depth;
+        const int8_t *w3 = w2 + depth;
+        int32_t s0 = 0;
+        int32_t s1 = 0;
+        int32_t s2 = 0;
+        int32_t s3 = 0;
+        for (n = 0; n < chunks; ++n) {
+            const int8x16_t v = vldrbq_s8(in);
+            s0 = vmladavaq_s8(s0, v, vldrbq_s8(w0));
+            s1 = vmladavaq_s8(s1, v, vldrbq_s8(w1));
+            s2 = vmladavaq_s8(s2, v, vldrbq_s8(w2));
+            s3 = vmladavaq_s8(s3, v, vldrbq_s8(w3));
+            in += 16;
+            w0 += 16;
+            w1 += 16;
+            w2 += 16;
+            w3 += 16;
+        }
+        if (tail != 0) {
+            const int8x16_t v = vldrbq_z_s8(in, last);
+            s0 = vmladavaq_s8(s0, v, vldrbq_z_s8(w0, last));
+            s1 = vmladavaq_s8(s1, v, vldrbq_z_s8(w1, last));
+            s2 = vmladavaq_s8(s2, v, vldrbq_z_s8(w2, last));
+            s3 = vmladavaq_s8(s3, v, vldrbq_z_s8(w3, last));
+        }
+        sums[0] = s0;
+        sums[1] = s1;
+        sums[2] = s2;
+        sums[3] = s3;
+    } else {
+        int32_t r;
+        for (r = 0; r < rows; ++r) {
+            const int8_t *in = x;
+            const int8_t *row = w + (size_t)r * (size_t)depth;
+            int32_t s = 0;
+            for (n = 0; n < chunks; ++n) {
+                s = vmladavaq_s8(s, vldrbq_s8(in), vldrbq_s8(row));
+                in += 16;
+                row += 16;
+            }
+            if (tail != 0) {
+                s = vmladavaq_s8(s, vldrbq_z_s8(in, last), vldrbq_z_s8(row, last));
+            }
+            sums[r] = s;
+        }
+    }
+    return vld1q_s32(sums);
+}
+
+typedef struct matvec {
+    const int8_t *filter; /* [channels, depth] */
+    const int32_t *bias;
+    const int32_t *weight_sums;
+    const int32_t *multipliers;
+    const int32_t *shifts;
+    int32_t quant_count;
+    int32_t depth;
+    int32_t channels;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t act_min;
+    int32_t act_max;
+} matvec;
+
+/* The block of the four contiguous channels from `channel`: unpredicated loads when all four exist. */
+static inline channel_block contiguous_block(const matvec *m, int32_t channel)
+{
+    channel_block block;
+    if (m->channels - channel < 4) {
+        return block_of(m->bias, m->weight_sums, m->multipliers, m->shifts, m->quant_count, m->input_zero_point,
+                        channel, m->channels, vidupq_n_u32(0u, 1), 1);
+    }
+    block.index = vidupq_n_u32(0u, 1);
+    block.lanes = 0xFFFF;
+    block.offset = m->bias != NULL ? vldrwq_s32(m->bias + channel) : vdupq_n_s32(0);
+    block.offset = vmlaq_n_s32(block.offset, vldrwq_s32(m->weight_sums + channel), -m->input_zero_point);
+    block.multiplier = m->quant_count == 1 ? vdupq_n_s32(m->multipliers[0]) : vldrwq_s32(m->multipliers + channel);
+    block.shift = m->quant_count == 1 ? vdupq_n_s32(m->shifts[0]) : vldrwq_s32(m->shifts + channel);
+    return block;
+}
+
+static inline int32_t rows_at(const matvec *m, int32_t channel)
+{
+    return m->channels - channel < 4 ? m->channels - channel : 4;
+}
+
+void helia_ops_fully_connected_mve(const helia_fully_connected_s8_args *args)
+{
+    const matvec m = {args->filter, args->bias, args->weight_sums, args->multipliers, args->shifts,
+                      args->quant_count, args->depth, args->output_depth, args->input_zero_point,
+                      args->output_zero_point, args->act_min, args->act_max};
+    int32_t c;
+    int32_t b;
+    /* Channel blocks outside, batches inside: each block's requantization is loaded once. */
+    for (c = 0; c < m.channels; c += 4) {
+        const channel_block block = contiguous_block(&m, c);
+        const int8_t *rows = m.filter + (size_t)c * (size_t)m.depth;
+        for (b = 0; b < args->batches; ++b) {
+            const int32x4_t acc = dot_rows(args->input + (size_t)b * (size_t)m.depth, rows, m.depth, rows_at(&m, c));
+            store_block(args->output + (size_t)b * (size_t)m.channels + c, acc, &block, ROUND_SINGLE,
+                        m.output_zero_point, m.act_min, m.act_max);
+        }
+    }
+}
+
+static matvec conv_matvec(const helia_conv_s8_args *args)
+{
+    const matvec m = {args->filter, args->bias, args->weight_sums, args->multipliers, args->shifts,
+                      args->quant_count, args->filter_h * args->filter_w * args->input_c, args->output_c,
+                      args->input_zero_point, args->output_zero_point, args->act_min, args->act_max};
+    return m;
+}
+
+void helia_ops_conv2d_in_place_mve(const helia_conv_s8_args *args)
+{
+    const matvec m = conv_matvec(args);
+    const size_t pixel_step = (size_t)args->stride_w * (size_t)args->input_c;
+    int32_t c;
+    int32_t b;
+    int32_t oy;
+    int32_t ox;
+    /* Channel blocks outside, pixels inside: each block's requantization is loaded once. */
+    for (c = 0; c < m.channels; c += 4) {
+        const channel_block block = contiguous_block(&m, c);
+        const int8_t *rows = m.filter + (size_t)c * (size_t)m.depth;
+        const int32_t count = rows_at(&m, c);
+        int8_t *out = args->output + c;
+        for (b = 0; b < args->batches; ++b) {
+            for (oy = 0; oy < args->output_h; ++oy) {
+                const int8_t *pixel = args->input + ((size_t)b * (size_t)args->input_h +
+                                                     (size_t)oy * (size_t)args->stride_h) *
+                                                        (size_t)args->input_w * (size_t)args->input_c;
+                for (ox = 0; ox < args->output_w; ++ox) {
+                    store_block(out, dot_rows(pixel, rows, m.depth, count), &block, ROUND_DOUBLE, m.output_zero_point,
+                                m.act_min, m.act_max);
+                    pixel += pixel_step;
+                    out += m.channels;
+                }
+            }
+        }
+    }
+}
+
+/* out[c] for every channel c: the requantized dot product of the im2col row `x` with filter row c. */
+static void im2col_row(const matvec *m, const int8_t *x, int8_t *out)
+{
+    int32_t c;
+    for (c = 0; c < m->channels; c += 4) {
+        const channel_block block = contiguous_block(m, c);
+        const int32x4_t acc = dot_rows(x, m->filter + (size_t)c * (size_t)m->depth, m->depth, rows_at(m, c));
+        store_block(out + c, acc, &block, ROUND_DOUBLE, m->output_zero_point, m->act_min, m->act_max);
+    }
+}
+
+static inline void copy_bytes(int8_t *destination, const int8_t *source, int32_t count)
+{
+    int32_t k;
+    for (k = 0; k < count; k += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)(count - k));
+        vstrbq_p_s8(destination + k, vldrbq_z_s8(source + k, p), p);
+    }
+}
+
+static inline void fill_bytes(int8_t *destination, int8_t value, int32_t count)
+{
+    const int8x16_t values = vdupq_n_s8(value);
+    int32_t k;
+    for (k = 0; k < count; k += 16) {
+        vstrbq_p_s8(destination + k, values, vctp8q((uint32_t)(count - k)));
+    }
+}
+
+void helia_ops_conv2d_im2col_mve(const helia_conv_s8_args *args)
+{
+    const matvec m = conv_matvec(args);
+    const int32_t channels = args->input_c;
+    const int32_t span = args->filter_w * channels; /* one filter row of the im2col row */
+    const int8_t zero_point = (int8_t)args->input_zero_point;
+    int8_t *out = args->output;
+    int32_t b;
+    int32_t oy;
+    int32_t ox;
+    int32_t fy;
+    int32_t fx;
+    for (b = 0; b < args->batches; ++b) {
+        const int8_t *image = args->input + (size_t)b * (size_t)args->input_h * (size_t)args->input_w * (size_t)channels;
+        for (oy = 0; oy < args->output_h; ++oy) {
+            const int32_t origin_y = oy * args->stride_h - args->pad_top;
+            for (ox = 0; ox < args->output_w; ++ox) {
+                const int32_t origin_x = ox * args->stride_w - args->pad_left;
+                const int32_t last_x = origin_x + (args->filter_w - 1) * args->dilation_w;
+                const int rows_inside = origin_x >= 0 && last_x < args->input_w && args->dilation_w == 1;
+                int8_t *column = args->scratch;
+                /* The row holds the window's input bytes, and the input zero point at padding taps. */
+                for (fy = 0; fy < args->filter_h; ++fy) {
+                    const int32_t iy = origin_y + fy * args->dilation_h;
+                    const int8_t *line = image + (size_t)(iy > 0 ? iy : 0) * (size_t)args->input_w * (size_t)channels;
+                    if (iy < 0 || iy >= args->input_h) {
+                        fill_bytes(column, zero_point, span);
+                    } else if (rows_inside) {
+                        copy_bytes(column, line + (size_t)origin_x * (size_t)channels, span);
+                    } else {
+                        for (fx = 0; fx < args->filter_w; ++fx) {
+                            const int32_t ix = origin_x + fx * args->dilation_w;
+                            if (ix < 0 || ix >= args->input_w) {
+                                fill_bytes(column + fx * channels, zero_point, channels);
+                            } else {
+                                copy_bytes(column + fx * channels, line + (size_t)ix * (size_t)channels, channels);
+                            }
+                        }
+                    }
+                    column += span;
+                }
+                im2col_row(&m, args->scratch, out);
+                out += args->output_c;
+            }
+        }
+    }
+}
+
+/* ---- DEPTHWISE_CONV_2D (depth multiplier 1), across channels --------------------------------------- */
+
+/* The first and one-past-last filter index whose input coordinate origin + f * dilation is inside [0, extent). */
+static inline void tap_range(int32_t origin, int32_t dilation, int32_t filter, int32_t extent, int32_t *first,
+                             int32_t *end)
+{
+    int32_t f0 = origin >= 0 ? 0 : (-origin + dilation - 1) / dilation;
+    int32_t f1 = extent - origin <= 0 ? 0 : (extent - origin + dilation - 1) / dilation;
+    f0 = f0 < filter ? f0 : filter;
+    f1 = f1 < filter ? f1 : filter;
+    *first = f0;
+    *end = f1 > f0 ? f1 : f0;
+}
+
+typedef struct window {
+    const int8_t *input;  /* the input pixel at the first valid tap, at the block's first channel */
+    const int8_t *filter; /* the filter tap of that pixel, at the block's first channel */
+    int32_t rows;         /* valid taps down */
+    int32_t columns;      /* valid taps across */
+    int32_t input_row;    /* bytes from one tap row to the next in the input */
+    int32_t input_column; /* ... and across */
+    int32_t filter_row;   /* bytes from one tap row to the next in the filter */
+    int32_t channels;     /* the filter's tap stride across (output_c) */
+} window;
+
+/* The sums over the window's valid taps of sixteen channels, as the even and the odd channels of each eight
+ * (acc[0] even and acc[1] odd of the first eight, acc[2], acc[3] of the next): eight int8 values widened to
+ * int16, multiplied into int32 (VMULLB, VMULLT). At a border pixel (`border`) each input value less the zero
+ * point (it fits int16), since the weight sums cover every tap. `count` below 16 loads under VCTP (the lanes
+ * past it read nothing); 16 loads unpredicated. Always inlined, so that each constant `border` and `count`
+ * case is its own loop with the four sums in registers. */
+static inline __attribute__((always_inline)) void depthwise_taps(const window *w, int border, int32_t zero_point,
+                                                                int32_t count, int32x4_t *acc)
+{
+    const int whole = count == 16;
+    const mve_pred16_t first = vctp16q((uint32_t)count);
+    const mve_pred16_t second = vctp16q((uint32_t)(count > 8 ? count - 8 : 0));
+    int32x4_t a0 = vdupq_n_s32(0);
+    int32x4_t a1 = a0;
+    int32x4_t a2 = a0;
+    int32x4_t a3 = a0;
+    int32_t fy;
+    int32_t fx;
+    for (fy = 0; fy < w->rows; ++fy) {
+        const int8_t *in = w->input + (size_t)fy * (size_t)w->input_row;
+        const int8_t *taps = w->filter + (size_t)fy * (size_t)w->filter_row;
+        for (fx = 0; fx < w->columns; ++fx) {
+            int16x8_t x0 = whole ? vldrbq_s16(in) : vldrbq_z_s16(in, first);
+            int16x8_t x1 = whole ? vldrbq_s16(in + 8) : vldrbq_z_s16(in + 8, second);
+            const int16x8_t w0 = whole ? vldrbq_s16(taps) : vldrbq_z_s16(taps, first);
+            const int16x8_t w1 = whole ? vldrbq_s16(taps + 8) : vldrbq_z_s16(taps + 8, second);
+            if (border) {
+                x0 = vsubq_n_s16(x0, (int16_t)zero_point);
+                x1 = vsubq_n_s16(x1, (int16_t)zero_point);
+            }
+            a0 = vaddq_s32(a0, vmullbq_int_s16(x0, w0));
+            a1 = vaddq_s32(a1, vmulltq_int_s16(x0, w0));
+            a2 = vaddq_s32(a2, vmullbq_int_s16(x1, w1));
+            a3 = vaddq_s32(a3, vmulltq_int_s16(x1, w1));
+            in += w->input_column;
+            taps += w->channels;
+        }
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* Channels whose requantization one pass holds (four blocks of sixteen): the window of a pixel is found once
+ * per pass, and the constants take about 1.5 KiB of stack. */
+#define DEPTHWISE_GROUP 64
+
+void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args)
+{
+    const int32_t channels = args->output_c;
+    const uint32x4_t even = vidupq_n_u32(0u, 2);
+    const uint32x4_t odd = vidupq_n_u32(1u, 2);
+    int32_t b;
+    int32_t oy;
+    int32_t ox;
+    int32_t g;
+    int32_t c;
+    int k;
+    window w;
+    w.input_row = args->dilation_h * args->input_w * channels;
+    w.input_column = args->dilation_w * channels;
+    w.filter_row = args->filter_w * channels;
+    w.channels = channels;
+    /* Up to 64 channels outside, pixels inside: each block's requantization is loaded once per layer. */
+    for (g = 0; g < channels; g += DEPTHWISE_GROUP) {
+        const int32_t group = channels - g < DEPTHWISE_GROUP ? channels - g : DEPTHWISE_GROUP;
+        channel_block block[DEPTHWISE_GROUP / 4];
+        int32x4_t border_delta[DEPTHWISE_GROUP / 4]; /* + zp * weight sum: a border pixel subtracts zp per tap */
+        for (k = 0; 8 * (k / 2) < group; ++k) {
+            const int32_t first = g + 8 * (k / 2);
+            block[k] = block_of(args->bias, args->weight_sums, args->multipliers, args->shifts, args->quant_count,
+                                args->input_zero_point, first, channels, k % 2 == 0 ? even : odd, 1);
+            border_delta[k] = vmulq_n_s32(
+                vldrwq_gather_shifted_offset_z_s32(args->weight_sums + first, block[k].index, block[k].lanes),
+                args->input_zero_point);
+        }
+        for (b = 0; b < args->batches; ++b) {
+            for (oy = 0; oy < args->output_h; ++oy) {
+                const int32_t origin_y = oy * args->stride_h - args->pad_top;
+                int32_t fy0;
+                int32_t fy1;
+                tap_range(origin_y, args->dilation_h, args->filter_h, args->input_h, &fy0, &fy1);
+                for (ox = 0; ox < args->output_w; ++ox) {
+                    const int32_t origin_x = ox * args->stride_w - args->pad_left;
+                    int8_t *out = args->output + (((size_t)b * (size_t)args->output_h + (size_t)oy) *
+                                                      (size_t)args->output_w + (size_t)ox) * (size_t)channels + g;
+                    int32_t fx0;
+                    int32_t fx1;
+                    int border;
+                    tap_range(origin_x, args->dilation_w, args->filter_w, args->input_w, &fx0, &fx1);
+                    border = fy0 != 0 || fy1 != args->filter_h || fx0 != 0 || fx1 != args->filter_w;
+                    w.rows = fy1 - fy0;
+                    w.columns = fx1 - fx0;
+                    w.input = args->input + g;
+                    w.filter = args->filter + g;
+                    if (w.rows > 0 && w.columns > 0) { /* else no tap is inside and the loops read nothing */
+                        w.input += (((size_t)b * (size_t)args->input_h + (size_t)(origin_y + fy0 * args->dilation_h)) *
+                                        (size_t)args->input_w + (size_t)(origin_x + fx0 * args->dilation_w)) *
+                                   (size_t)channels;
+                        w.filter += ((size_t)fy0 * (size_t)args->filter_w + (size_t)fx0) * (size_t)channels;
+                    }
+                    for (c = 0; c < group; c += 16) {
+                        const int32_t count = group - c < 16 ? group - c : 16;
+                        const channel_block *at = &block[c / 4];
+                        const int32x4_t *delta = &border_delta[c / 4];
+                        int32x4_t acc[4];
+                        window part = w;
+                        part.input += c;
+                        part.filter += c;
+                        if (count < 16) {
+                            depthwise_taps(&part, border, args->input_zero_point, count, acc);
+                        } else if (border) {
+                            depthwise_taps(&part, 1, args->input_zero_point, 16, acc);
+                        } else {
+                            depthwise_taps(&part, 0, args->input_zero_point, 16, acc);
+                        }
+                        /* Each eight channels: the even and odd lanes requantized, interleaved back into channel
+                         * order (VMOVNB, VMOVNT) and stored as eight bytes. */
+                        for (k = 0; k < 4 && 4 * k < count; k += 2) {
+                            const int32_t left = count - 4 * k;
+                            const int32x4_t e = border ? vaddq_s32(acc[k], delta[k]) : acc[k];
+                            const int32x4_t o = border ? vaddq_s32(acc[k + 1], delta[k + 1]) : acc[k + 1];
+                            const int16x8_t both = vmovntq_s32(
+                                vmovnbq_s32(vdupq_n_s16(0), requantize_block(e, &at[k], ROUND_DOUBLE,
+                                                                             args->output_zero_point, args->act_min,
+                                                                             args->act_max)),
+                                requantize_block(o, &at[k + 1], ROUND_DOUBLE, args->output_zero_point, args->act_min,
+                                                 args->act_max));
+                            vstrbq_p_s16(out + c + 4 * k, both, vctp16q((uint32_t)(left < 8 ? left : 8)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#else
+
+/* ISO C needs a declaration in every translation unit; without MVE this file compiles to nothing. */
+typedef int helia_ops_conv_mve_unused;
+
+#endif
