@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from heliabuild.errors import FvpError
-from heliabuild.files import sha256_bytes
+from heliabuild.files import sha256_bytes, write_atomic
 from heliabuild.fvp.aot_firmware import ELF_FILE, EVENTS, LAYOUT_FILE, PREFIX, TARGET, check_platform, sample_figures
 from heliabuild.fvp.aot_firmware import SOURCE as AOT_SOURCE
 from heliabuild.fvp.command import DEFAULT_TIMELIMIT_S, MAX_MODEL_BYTES, MAX_TIMELIMIT_S, recorded_command
@@ -266,7 +266,7 @@ def keep_log(error: Any, result_dir: Path | None, job: str) -> FvpError:
         parent.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f"{result_dir.name}.failed-", dir=parent))
         path = folder / f"{job}.uart.log"
-        path.write_bytes(error.output)
+        write_atomic(path, error.output)
     except OSError as failure:
         return FvpError(f"{error.message} (the UART log could not be kept: {failure.strerror})", hint=error.hint)
     return FvpError(f"{error.message}; the UART log is kept in {path}", hint=error.hint)
