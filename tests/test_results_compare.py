@@ -88,6 +88,9 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("compare")
     model = folder / "chain.tflite"
     save_model(chain_network(0), model)
+    # one cold invoke per run, as the layout of the measured rows below assumes (litert's default measures 1 + 10)
+    policy = folder / "policy.yaml"
+    policy.write_text("defaults:\n  fvp:\n    acquisition: {state: single, warmup_invokes: 0, measured_invokes: 1}\n")
     found: dict[str, Path] = {}
     for name, fences in (("a", [3, 6]), ("b", [2, 6])):
         fenced = folder / f"chain_{name}.tflite"
@@ -96,6 +99,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         found[f"segments_{name}"] = Path(vela.segments_json)
         runner = folder / f"runner_{name}"
         argv = ["runner", "--model", fenced, "--sidecar", sidecar, "--segments", vela.segments_json, "-o", runner]
+        argv += ["--policy", policy]
         assert main([str(a) for a in argv]) == 0
         runs = ("1", "2") if name == "a" else ("1",)
         for run in runs:
@@ -105,7 +109,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         compile(folder / "chain_a.tflite", folder / "vela_u55_256", accelerator="ethos-u55-256").segments_json
     )
     argv = ["runner", "--model", folder / "chain_a.tflite", "--sidecar", folder / "chain_a.fenced_boundaries.json"]
-    argv += ["--segments", found["segments_u55_256"], "-o", folder / "runner_u55_256"]
+    argv += ["--segments", found["segments_u55_256"], "--policy", policy, "-o", folder / "runner_u55_256"]
     assert main([str(a) for a in argv]) == 0
     found["bundle_u55_256"] = folder / "result_u55_256"
     assert main(["run", str(folder / "runner_u55_256" / RUNNER_FILE), "-o", str(found["bundle_u55_256"])]) == 0
