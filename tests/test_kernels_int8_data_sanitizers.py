@@ -6,12 +6,11 @@ driven here directly."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from helpers.skips import require, require_tool
 from test_codegen_data_ops import REPLAYED
 from test_kernels_int8_sanitizers import ROOT, SOURCES, _runtime
 
@@ -55,11 +54,11 @@ print("sanitized cases:", count)
 """
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or sys.platform != "linux", reason="needs gcc's sanitizers on Linux")
 def test_part_a_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
+    require(sys.platform == "linux", "gcc's sanitizers are tested on Linux")
+    require_tool("gcc", "gcc")
     asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
-    if asan is None or ubsan is None:
-        pytest.skip("gcc has no libasan/libubsan here")
+    require(asan is not None and ubsan is not None, "gcc has no libasan/libubsan here (Debian: libasan8 libubsan1)")
     library = tmp_path / "libheliaops_sanitized.so"
     flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
     flags += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]

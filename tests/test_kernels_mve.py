@@ -6,13 +6,12 @@ scalar helia_fixed.h result for every rounding on QEMU's Cortex-M55."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 from conftest import require_firmware_tools
+from helpers.skips import require_tool
 
 OBJDUMP = "arm-none-eabi-objdump"
 MVE_INSTRUCTION = re.compile(r"^\s+[0-9a-f]+:\s+(?:[0-9a-f]{4} ?){1,2}\s+(v\S+)[ \t]+[^;\n]*\bq[0-7]\b", re.MULTILINE)
@@ -28,8 +27,7 @@ def _functions(listing: str) -> dict[str, str]:
 
 def _disassemble(obj: Path) -> str:
     """objdump -dr -marmv8.1-m.main (MVE decoded, calls shown by their relocations)."""
-    if shutil.which(OBJDUMP) is None:
-        pytest.skip(f"{OBJDUMP} is not on PATH")
+    require_tool(OBJDUMP, "Debian: binutils-arm-none-eabi")
     command = [OBJDUMP, "-dr", "-marmv8.1-m.main", str(obj)]
     return subprocess.run(command, capture_output=True, text=True, check=True).stdout
 
