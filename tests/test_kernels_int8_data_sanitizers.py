@@ -5,16 +5,10 @@ driven here directly."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from helpers.skips import require, require_tool
 from test_codegen_data_ops import REPLAYED
-from test_kernels_int8_sanitizers import ROOT, SOURCES, _runtime
-
-from heliabuild.kernels.native import build_native
+from test_kernels_int8_sanitizers import run_sanitized
 
 DRIVER = """
 import ctypes, sys
@@ -55,22 +49,5 @@ print("sanitized cases:", count)
 
 
 def test_part_a_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
-    require(sys.platform == "linux", "gcc's sanitizers are tested on Linux")
-    require_tool("gcc", "gcc")
-    asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
-    require(asan is not None and ubsan is not None, "gcc has no libasan/libubsan here (Debian: libasan8 libubsan1)")
-    library = tmp_path / "libheliaops_sanitized.so"
-    flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
-    flags += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]
-    subprocess.run(["gcc", *flags, *map(str, SOURCES), "-o", str(library)], check=True)
-    regular = build_native(tmp_path / "regular", "host")
-    driver = tmp_path / "driver.py"
-    driver.write_text(
-        DRIVER.format(tests=str(ROOT / "tests"), library=str(library), regular=str(regular)), encoding="utf-8"
-    )
-    environment = dict(os.environ, LD_PRELOAD=f"{asan}:{ubsan}", PYTHONMALLOC="malloc", ASAN_OPTIONS="detect_leaks=0")
-    run = subprocess.run(
-        [sys.executable, str(driver)], capture_output=True, text=True, env=environment, cwd=ROOT, check=False
-    )
-    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    run = run_sanitized(tmp_path, DRIVER)
     assert f"sanitized cases: {len(REPLAYED) * 40 + 100}" in run.stdout

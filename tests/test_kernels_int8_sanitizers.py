@@ -61,7 +61,9 @@ def _runtime(name: str) -> str | None:
     return path if found.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
 
 
-def test_int8_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
+def run_sanitized(tmp_path: Path, driver_text: str) -> subprocess.CompletedProcess[str]:
+    """Run `driver_text` (a format string of {tests}, {library}, {regular}) in a Python with ASan and UBSan
+    preloaded, against the kernels built sanitized and as usual; skip (fail under CI) without the runtimes."""
     require(sys.platform == "linux", "gcc's sanitizers are tested on Linux")
     require_tool("gcc", "gcc")
     asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
@@ -73,7 +75,7 @@ def test_int8_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
     regular = build_native(tmp_path / "regular", "host")
     driver = tmp_path / "driver.py"
     driver.write_text(
-        DRIVER.format(tests=str(ROOT / "tests"), library=str(library), regular=str(regular)),
+        driver_text.format(tests=str(ROOT / "tests"), library=str(library), regular=str(regular)),
         encoding="utf-8",
     )
     environment = dict(os.environ, LD_PRELOAD=f"{asan}:{ubsan}", PYTHONMALLOC="malloc", ASAN_OPTIONS="detect_leaks=0")
@@ -81,6 +83,11 @@ def test_int8_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
         [sys.executable, str(driver)], capture_output=True, text=True, env=environment, cwd=ROOT, check=False
     )
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    return run
+
+
+def test_int8_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
+    run = run_sanitized(tmp_path, DRIVER)
     from test_kernels_int8_m55 import CASES
 
     assert f"sanitized cases: {3 * 25 * len(CASES)}" in run.stdout  # 75 per operator case
