@@ -1,6 +1,6 @@
 """A sweep's HTML report: one self-contained page (inline CSS and SVG, no script, no external resource).
 
-The page (`<name>_sweep.html`) holds, for the table of heliabuild.results.sweep:
+The page (`<name>_sweep.html`) holds, for the table of heliabuild.sweeps.table:
 
 - `#estimates`: Vela's estimated cycles per segment by point, a horizontal stacked bar per point (one
   `rect.segment` per segment, coloured by segment index, its value in its tooltip; the total after the
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from heliabuild.grid import axis_texts, canonical
 from heliabuild.results.export import axis_ticks
-from heliabuild.results.sweep import QUANTITIES, SweepRow, SweepTable, measured_text, option_text
+from heliabuild.sweeps.grid import axis_texts, canonical
+from heliabuild.sweeps.table import QUANTITIES, SweepRow, SweepTable, measured_text, option_text
 
 PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#332288")
 """Segment colours (Paul Tol's bright scheme, readable with colour-blindness), cycled past eight segments."""
@@ -66,7 +66,7 @@ def _label(row: SweepRow, axes: Sequence[str]) -> str:
 
 
 def bar_labels(table: SweepTable) -> list[str]:
-    """Each row's bar label: its pipeline, then its value's text (heliabuild.grid.axis_texts: short, and
+    """Each row's bar label: its pipeline, then its value's text (heliabuild.sweeps.grid.axis_texts: short, and
     distinct within an axis) on each axis, in the table's axis order, joined by `, `."""
     texts: dict[str, dict[str, str]] = {}
     for axis in table.axes:
