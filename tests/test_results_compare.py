@@ -260,6 +260,12 @@ def test_markdown_for_a_ci_comment(cli, tmp_path: Path) -> None:
     )
     assert "| ops 0..3 | 1000 | 1000 | +0 | +0.00% |\n" in text
     assert "| latency_s | 0.001 | 0.0011 | +0.0001 | +10.00% | 0 (0.0%) | 0 (0.0%) |\n" in text
+    gated = cli("compare", base, new, "--format", "md", "--max-regression", "5").out
+    assert gated.endswith(  # the gate's lists as Markdown lists
+        "not gated (reported only):\n"
+        "- latency_s: +10.00%, not gated: host_wall_clock, a noisy scope: gated only with --gate-noisy\n"
+        "no figure regresses by more than 5%\n"
+    )
 
 
 def test_output_is_deterministic(cli, tmp_path: Path) -> None:

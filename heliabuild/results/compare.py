@@ -92,7 +92,7 @@ class Side:
     outcome: dict[str, str] = field(default_factory=dict)
     """A bundle's verification verdict and input source (heliabuild.results.verdict), by name."""
     scopes: dict[str, Any] = field(default_factory=dict)
-    """A bundle's `scopes`: how each figure was measured (heliabuild.results.gate.nature_of)."""
+    """A bundle's `scopes`: how each figure was measured (heliabuild.results.gate.scope_of)."""
     values: dict[str, tuple[float, ...] | None] = field(default_factory=dict)
     """Each figure's value in every sample, by figure name (for the gate's statistical test)."""
     source_sha256: str | None = None
@@ -565,5 +565,5 @@ def format_comparison(comparison: Comparison, fmt: str = "text") -> str:
     verdict = _verdict(comparison)
     if verdict:
         lines.append("")
-        lines.extend(verdict)
+        lines.extend(f"- {line[2:]}" if markdown and line.startswith("  ") else line for line in verdict)
     return "\n".join(lines) + "\n"
