@@ -2,9 +2,9 @@
 
 While the SConscripts are read, the runner emitter (heliabuild.scons.runner) needs two facts of a policy
 file: the `tensor_io` input files (dependencies and targets) and whether the policy executes (`enabled`). A
-policy that cannot name either is not parsed (nor PyYAML imported). These tests check, over generated policies in every YAML style
-and with keys written in the ways YAML allows (plain, quoted, escaped, continued on the next line), that the
-facts are always those of a full parse.
+policy that cannot name either is not parsed (nor PyYAML imported). These tests check, over generated
+policies in every YAML style and with keys written in the ways YAML allows (plain, quoted, escaped, continued
+on the next line), that the facts are always those of a full parse.
 """
 
 from __future__ import annotations
