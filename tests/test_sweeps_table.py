@@ -81,7 +81,7 @@ def test_null_is_an_empty_cell_and_a_measurement_keeps_its_unit_and_scope() -> N
     assert (line["verification"], line["inputs"]) == ("not compared", "zeros")
     text = table.to_text()
     assert "12345 instructions qemu_icount" in text and text.splitlines()[3].split()[-2:] == ["-", "-"]
-    assert "  verification  inputs  Vela SRAM KiB" in text.splitlines()[1]
+    assert "  verification  inputs  Vela SRAM  Vela flash" in text.splitlines()[1]
     assert "  not compared  zeros  " in text.splitlines()[3]
     page = sweep_html(table)
     # only a total was measured: one dot for the run, at the sum of the estimate
