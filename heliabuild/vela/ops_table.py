@@ -26,6 +26,7 @@ from heliabuild.files import json_text
 from heliabuild.model.graph import indices
 from heliabuild.model.ids import stable_operator_ids
 from heliabuild.model.io import Model, load_model
+from heliabuild.tables import text_table
 
 FORMATS = ("text", "json")
 _DTYPES = {code: name.lower() for name, code in vars(schema.TensorType).items() if not name.startswith("_")}
@@ -170,9 +171,4 @@ def format_table(rows: list[OperatorRow], fmt: str = "text") -> str:
         ]
         for row in rows
     ]
-    widths = [max(len(cell) for cell in column) for column in zip(header, *cells, strict=True)]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in [header, ["-" * w for w in widths], *cells]
-    ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(text_table(header, cells)) + "\n"
