@@ -19,10 +19,11 @@ from pathlib import Path
 from heliabuild import __version__
 from heliabuild.aot.prefix import check_prefix
 from heliabuild.aot.records import load_plan
+from heliabuild.codegen.calls import KernelCall, Lowering
 from heliabuild.codegen.emit import FIRMWARE_MEMORY, ModuleMemory, emit_module
 from heliabuild.codegen.entries import EntryChoice, choose_entries
 from heliabuild.codegen.layout import Layout, plan_layout
-from heliabuild.codegen.lowering import CodegenError, KernelCall, Lowering, lower_model
+from heliabuild.codegen.lowering import CodegenError, lower_model
 from heliabuild.files import json_text, write_all_or_nothing
 from heliabuild.model.io import Model, load_model, model_sha256
 
