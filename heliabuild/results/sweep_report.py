@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from html import escape
 
 from heliabuild.grid import axis_texts, canonical
-from heliabuild.results.export import axis_ticks
 from heliabuild.results.sweep import QUANTITIES, SweepRow, SweepTable, measured_text, option_text
+from heliabuild.results.ticks import axis_ticks
 from heliabuild.units import kib_text
 
 PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#332288")
