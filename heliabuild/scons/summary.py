@@ -155,11 +155,11 @@ def remove_summary(top: Path) -> None:
 
 
 def sweep_summary(table_json: str) -> tuple[str, dict[str, str]]:
-    """The text of the sweep table in `table_json` (heliabuild.results.sweep), then the names of its files; and
+    """The text of the sweep table in `table_json` (heliabuild.sweeps.table), then the names of its files; and
     those files by kind, as the summary's JSON lists them."""
     from heliabuild.documents import read_json
     from heliabuild.errors import ResultError
-    from heliabuild.results.sweep import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
+    from heliabuild.sweeps.table import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
 
     table = SweepTable.from_json(read_json(table_json, "sweep table", error=ResultError), table_json)
     stem = table_json.removesuffix(JSON_SUFFIX)

@@ -34,7 +34,7 @@ _PLACEMENT_ORDER = ("NPU", "CPU")
 
 
 @dataclass(frozen=True)
-class TensorInfo:
+class OutputTensor:
     """An output tensor: its shape (None for an unknown rank) and its dtype name (`int8`, `float32`)."""
 
     shape: tuple[int, ...] | None
@@ -57,7 +57,7 @@ class OperatorRow:
     index: int | None
     id: str
     type: str
-    outputs: tuple[TensorInfo, ...]
+    outputs: tuple[OutputTensor, ...]
     estimated_cycles: int | None
     placement: str | None
 
@@ -145,9 +145,9 @@ def _placement_key(target: str) -> tuple[int, str]:
     return order, target
 
 
-def _tensor_info(tensor: schema.TensorT) -> TensorInfo:
+def _tensor_info(tensor: schema.TensorT) -> OutputTensor:
     shape = None if tensor.shape is None else tuple(int(d) for d in indices(tensor.shape))
-    return TensorInfo(shape=shape, dtype=_DTYPES.get(tensor.type, f"type{tensor.type}"))
+    return OutputTensor(shape=shape, dtype=_DTYPES.get(tensor.type, f"type{tensor.type}"))
 
 
 def format_table(rows: list[OperatorRow], fmt: str = "text") -> str:

@@ -27,11 +27,11 @@ from typing import Any
 
 from heliabuild.errors import ResultError, SchemaError
 from heliabuild.files import json_text
-from heliabuild.grid import Point, canonical
 from heliabuild.results.figures import measured_figures
 from heliabuild.results.reader import load_result
 from heliabuild.results.verdict import input_source, verdict
 from heliabuild.schema_files import validate
+from heliabuild.sweeps.grid import Point, canonical
 from heliabuild.tables import text_table
 from heliabuild.units import kib_text
 
