@@ -55,7 +55,7 @@ def cell_log2(scale: float) -> int:
     its tanh of the cell state reads it with 15 + log2 integer bits, 0 to 6."""
     exponent = round(math.log2(scale)) if scale > 0 and math.isfinite(scale) else None
     if exponent is None or abs(math.log2(scale) - exponent) >= 1e-3:
-        raise Int8KernelError(f"integer LSTM: cell state scale {scale!r} is not a power of two")
+        raise Int8KernelError(f"integer LSTM: cell state scale {scale:.6g} is not a power of two")
     if not CELL_LOG2_RANGE[0] <= exponent <= CELL_LOG2_RANGE[1]:
         raise Int8KernelError(f"integer LSTM: cell state scale 2^{exponent} is outside 2^-15..2^-9")
     return exponent

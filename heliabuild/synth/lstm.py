@@ -154,6 +154,8 @@ def lstm_network(seed: int = 0, steps: int = 8, features: int = 8, units: int = 
     )
     bias_range = int(0.5 / (x.quant.scale * weight_scale))
     weights = random_weights(rng, features, units, bias_range)
+    # Keras' unit_forget_bias: the forget gate starts at bias 1, so the cell keeps state across steps and invokes.
+    weights[2][1] += np.int32(round(1.0 / (x.quant.scale * weight_scale)))
     sequence = add_lstm(g.builder, "lstm", x.index, (1, steps, features), units, quant, weights)
     last = g.builder.activation("lstm/last_step", (1, units), "int8", state_quant.parameters())
     begin = g.builder.constant("lstm/strided_slice/begin", np.array([0, -1, 0], np.int32))
@@ -162,8 +164,8 @@ def lstm_network(seed: int = 0, steps: int = 8, features: int = 8, units: int = 
     options = schema.StridedSliceOptionsT()
     options.beginMask, options.endMask, options.shrinkAxisMask = 5, 7, 2
     g.builder.operator(OP.STRIDED_SLICE, [sequence, begin, end, strides], [last], options, version=2)
-    # The calibration codes of the last step: the output state spans [-1, 1] (TANH times a gate).
-    codes = rng.integers(-128, 128, (g.batch, units), dtype=np.int8)
+    # The calibration codes of the last step: an output state (TANH times a gate) mostly well inside [-1, 1].
+    codes = np.clip(rng.normal(0.0, 24.0, (g.batch, units)), -128, 127).astype(np.int8)
     hidden = QTensor(last, (1, units), state_quant, codes)
     logits = g.fully_connected(hidden, classes)
     return g.finish(
