@@ -27,12 +27,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heliabuild.errors import FvpError
-from heliabuild.firmware.qemu import QemuRun
 from heliabuild.fvp.command import fvp_arguments, job_command, recorded_command
 from heliabuild.fvp.counters import sample_figures
 from heliabuild.fvp.locate import fvp_version
 from heliabuild.fvp.log import UnreadLog, read_job, read_log
 from heliabuild.fvp.targets import TARGETS, resolve_target
+from heliabuild.subprocesses import BoundedRun
 
 U55 = {
     "NPU ACTIVE": 100,
@@ -53,8 +53,8 @@ def _metrics(values: dict[str, Any]) -> str:
     return "INFO - <metrics>" + base64.b64encode(json.dumps(document).encode()).decode() + "</metrics>"
 
 
-def _run(console: str, exit_status: int | None = 0, **flags: bool) -> QemuRun:
-    return QemuRun(
+def _run(console: str, exit_status: int | None = 0, **flags: bool) -> BoundedRun:
+    return BoundedRun(
         exit_status=exit_status,
         console=console,
         timed_out=flags.get("timed_out", False),
@@ -181,7 +181,7 @@ def test_any_bytes_are_one_fvp_error_or_counters(junk: bytes, cut: tuple[int, in
     start, end = sorted(cut)
     data = good[:start] + junk + good[end:]
     console = data.decode("utf-8", errors="replace")
-    run = QemuRun(
+    run = BoundedRun(
         exit_status=exit_status, console=console, timed_out=False, output_overflow=False, diagnostics="", output=data
     )
     try:

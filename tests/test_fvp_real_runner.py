@@ -19,10 +19,10 @@ from helpers import fake_fvp
 from helpers.qemu_uart import uart_bytes
 
 from heliabuild.errors import FvpError
-from heliabuild.firmware.qemu import QemuRun
 from heliabuild.fvp.firmware import prebuilt_runner
 from heliabuild.fvp.log import read_job
 from heliabuild.fvp.targets import TARGETS
+from heliabuild.subprocesses import BoundedRun
 
 BOOTING = [target for target in TARGETS if target.platform == "corstone-300"]
 """The runners QEMU's mps3-an547 boots: Corstone-300's (Cortex-M55); Corstone-310 and 320 run a Cortex-M85."""
@@ -33,11 +33,13 @@ def _tools() -> None:
     require_prebuilt_runner()
 
 
-def _run(console: bytes) -> QemuRun:
-    """A job's run as heliabuild.firmware.qemu.run_bounded makes it of an FVP's stdout (decoded as UTF-8,
+def _run(console: bytes) -> BoundedRun:
+    """A job's run as heliabuild.subprocesses.run_bounded makes it of an FVP's stdout (decoded as UTF-8,
     undecodable bytes replaced)."""
     text = console.decode("utf-8", errors="replace")
-    return QemuRun(exit_status=0, console=text, timed_out=False, output_overflow=False, diagnostics="", output=console)
+    return BoundedRun(
+        exit_status=0, console=text, timed_out=False, output_overflow=False, diagnostics="", output=console
+    )
 
 
 @pytest.mark.parametrize("target", BOOTING, ids=lambda target: target.executable)

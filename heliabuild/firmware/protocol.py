@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from heliabuild.errors import FirmwareError
-from heliabuild.firmware.qemu import QemuRun
 from heliabuild.firmware.records import Record, RecordStream, read_records
+from heliabuild.subprocesses import BoundedRun
 
 PROTOCOL_VERSION = 1
 RECEIPT_VERSION = 1
@@ -100,7 +100,7 @@ def input_crc32(fills: Sequence[bytes | None], sizes: Sequence[int]) -> tuple[in
 NPU_STAGES = {1: "ethosu_init", 2: "ethosu_invoke_v3"}
 
 
-def _failure(run: QemuRun, source: str) -> str:
+def _failure(run: BoundedRun, source: str) -> str:
     """Why a run that did not exit 0 failed, in the firmware's words where it left them."""
     if run.timed_out:
         return f"{source}: the firmware did not exit before the timeout; it was stopped and nothing is published"
@@ -236,7 +236,7 @@ def _npu_counters(record: Record, expected: Expectation, index: int, source: str
     return tuple(counters)
 
 
-def read_run(run: QemuRun, expected: Expectation, source: str = "qemu-m55") -> FirmwareRun:
+def read_run(run: BoundedRun, expected: Expectation, source: str = "qemu-m55") -> FirmwareRun:
     """The verified run (module docstring); FirmwareError, naming `source`, for anything the host cannot trust."""
     if run.timed_out or run.output_overflow or run.exit_status != 0:
         raise FirmwareError(_failure(run, source))

@@ -44,7 +44,7 @@ def find_fvp(name: str) -> Path:
 
 def fvp_version(path: Path) -> str | None:
     """The Fast Models version `path --version` prints, or None (module docstring)."""
-    from heliabuild.firmware.qemu import run_bounded
+    from heliabuild.subprocesses import run_bounded
 
     try:
         run = run_bounded([os.fspath(path), "--version"], timeout_s=VERSION_TIMEOUT_S, max_output=1 << 16)

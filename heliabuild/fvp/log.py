@@ -3,7 +3,7 @@
 The UART log is the authority: a firmware's verdict is what it printed, read by that firmware's own ending.
 `read_log(run, source, endings)` accepts a job's log only when, read in this order, it
 
-1. was not stopped by the host (its wall-clock bound or output bound: heliabuild.firmware.qemu.run_bounded);
+1. was not stopped by the host (its wall-clock bound or output bound: heliabuild.subprocesses.run_bounded);
 2. holds no FVP stop reason (`Info: Simulation is stopping. Reason: <limit> has been exceeded.`: a time limit);
 3. holds no failure line: the Ethos-U driver's `E: <file>:<line>: NPU config mismatch. npu.X=A, optimizer.X=B`
    (named in words: "compiled for 128 MACs, the FVP has 256"), then the first line starting, after any
@@ -154,7 +154,7 @@ def _failure(lines: list[str], source: str) -> FvpError | None:
 
 
 def read_log(run: Any, source: str, endings: tuple[str, ...] = ENDINGS) -> UartLog:
-    """The log of the job `run` (a heliabuild.firmware.qemu.QemuRun) read by steps 1 to 5 of the module
+    """The log of the job `run` (a heliabuild.subprocesses.BoundedRun) read by steps 1 to 5 of the module
     docstring; FvpError for a log that does not show the firmware end, UnreadLog for one matching none of
     `endings`."""
     if run.timed_out:

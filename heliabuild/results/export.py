@@ -17,19 +17,16 @@ from heliabuild.results.bundle import summary_csv
 from heliabuild.results.figures import SPREAD_LIMIT, Figure, measured_figures, segment_figure
 from heliabuild.results.reader import Result, load_result
 from heliabuild.results.statistics import median
-from heliabuild.results.summary import kib_text
 from heliabuild.results.verdict import input_source, verdict
+from heliabuild.tables import text_table
+from heliabuild.units import kib_text
 
 FIELDS = ("statistics", "samples")
 FORMATS = ("json", "csv")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    lines = ["  ".join(cell.rjust(width) for cell, width in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * width for width in widths))
-    lines.extend("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
-    return lines
+    return text_table(header, rows, right=range(len(header)))
 
 
 def _real(value: Any) -> float | None:

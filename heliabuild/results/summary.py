@@ -7,14 +7,10 @@ from typing import TYPE_CHECKING
 
 from heliabuild.results.statistics import median
 from heliabuild.results.verdict import input_source, verdict
+from heliabuild.units import kib_text
 
 if TYPE_CHECKING:
     from heliabuild.results.reader import Result
-
-
-def kib_text(value: float | None) -> str:
-    """A memory figure in KiB as shown: `12.5 KiB`, `-` where it is not known."""
-    return "-" if value is None else f"{value:.1f} KiB"
 
 
 def bundle_facts(result: Result) -> tuple[str, ...]:

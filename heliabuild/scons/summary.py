@@ -22,6 +22,7 @@ from SCons.Node import Node
 
 from heliabuild.results.summary import bundle_facts
 from heliabuild.scons.runner import verified_result
+from heliabuild.tables import text_table
 
 _registered: list[tuple[str, Node]] = []
 """(pipeline name, its result.json node) of every pipeline made in this SCons process, in order."""
@@ -85,10 +86,10 @@ def print_summary() -> None:
 
 
 def sweep_summary(table_json: str) -> str:
-    """The text of the sweep table in `table_json` (heliabuild.results.sweep), then the names of its files."""
+    """The text of the sweep table in `table_json` (heliabuild.sweeps.table), then the names of its files."""
     from heliabuild.documents import read_json
     from heliabuild.errors import ResultError
-    from heliabuild.results.sweep import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
+    from heliabuild.sweeps.table import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
 
     table = SweepTable.from_json(read_json(table_json, "sweep table", error=ResultError), table_json)
     stem = table_json.removesuffix(JSON_SUFFIX)
@@ -121,8 +122,4 @@ def summary_table(rows: Sequence[Sequence[str]]) -> str:
         "inputs",
         "bundle",
     ]
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * width for width in widths))
-    lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
-    return "\n".join(lines) + "\n"
+    return "\n".join(text_table(header, rows)) + "\n"
