@@ -20,16 +20,17 @@ def add_command(commands: argparse._SubParsersAction) -> None:
         "--plot",
         type=Path,
         metavar="FILE.svg|FILE.png",
-        help="also write a plot: SVG (no dependency) or PNG (with the optional matplotlib extra)",
+        help="also write a plot, SVG or PNG by the extension (with the optional matplotlib extra)",
     )
     show.set_defaults(run=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
     """A result bundle (its folder or result.json) as tables, optionally plotted; any other .json file as
-    Vela's segments.json (heliabuild.results.export.show_segments)."""
-    from heliabuild.results.export import plot, show_result, show_segments
+    Vela's segments.json (heliabuild.results.show.show_segments)."""
+    from heliabuild.results.plot import plot
     from heliabuild.results.reader import load_result
+    from heliabuild.results.show import show_result, show_segments
 
     if args.result.suffix == ".json" and args.result.name != "result.json":
         if args.plot is not None:
