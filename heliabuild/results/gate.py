@@ -108,8 +108,9 @@ def median_ratio_interval(
     seed: int = SEED,
 ) -> Interval:
     """The bootstrap interval of median(new) / median(base) at `confidence`, over `resamples` resamples of
-    each side. The resample indices come from numpy's PCG64 bit generator seeded with `seed`, whose raw
-    stream numpy keeps stable across versions (unlike Generator's methods), so the interval is a function of
+    each side. The resample indices come from numpy's PCG64 bit generator seeded with `seed`: its docstring
+    guarantees that a fixed seed always produces the same integer stream, across numpy versions (numpy's
+    random compatibility policy gives Generator's methods no such promise), so the interval is a function of
     its arguments. Every base value must be above 0 and both sides non-empty."""
     import numpy as np
 
