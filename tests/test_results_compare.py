@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from helpers.checks import assert_one_line_error
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from heliabuild.cli import EXIT_REGRESSION
 from heliabuild.fence import rewrite_model_with_fences
@@ -356,3 +358,44 @@ def test_a_bundle_carries_vela_memory_and_options_which_show_and_compare_label_a
     assert memory["sram_memory_used_kib"]["base"] == summary.sram_memory_used_kib
     assert memory["off_chip_flash_memory_used_kib"]["new"] is not None
     assert not any(pair["name"] in memory for pair in report["regressions"])
+
+
+def _layout(fences: set[int]) -> list[dict[str, Any]]:
+    """The segments of the 9-operator chain fenced after `fences`, each estimated at 100 cycles per operator."""
+    segments, start = [], 0
+    for index, end in enumerate([*sorted(fences), 8]):
+        segments.append(
+            {"index": index, "op_range_start": start, "op_range_end": end, "estimated_cycles": 100 * (end - start + 1)}
+        )
+        start = end + 1
+    return segments
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sets(st.integers(0, 7), max_size=4), st.sets(st.integers(0, 7), max_size=4))
+def test_two_layouts_are_gated_by_the_total_and_the_segments_that_line_up(before: set[int], after: set[int]) -> None:
+    import tempfile
+
+    layouts = [_layout(before), _layout(after)]
+    with tempfile.TemporaryDirectory() as folder:
+        sides = [
+            hand_made(
+                Path(folder) / name,
+                [0.001, 0.001],
+                model=MODEL_A if before == after else model,
+                segments=segments,
+                segment_latencies=[[0.0001] * len(segments)] * 2,
+            )
+            for name, model, segments in (("base", MODEL_A, layouts[0]), ("new", MODEL_B, layouts[1]))
+        ]
+        comparison = compare(*sides, max_regression=0)
+    ranges = [{(s["op_range_start"], s["op_range_end"]) for s in segments} for segments in layouts]
+    common = {f"ops {start}..{end}" for start, end in ranges[0] & ranges[1]}
+    assert not comparison.refusals and (comparison.layout is None) == (before == after)
+    assert {j.name for j in comparison.judgements if j.nature == "estimate" and j.gated} == common | {"total"}
+    assert not comparison.regressions  # 100 cycles per operator on both sides: every total and segment agrees
+    paired = {name for name, base, new in comparison.measurements if base is not None and new is not None}
+    if before == after:
+        assert paired == {"latency_s", *(f"segment_latency_s.{k}" for k in range(len(layouts[0])))}
+    else:
+        assert paired == {"latency_s", *(f"segment_latency_s[{name}]" for name in common)}
