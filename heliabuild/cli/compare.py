@@ -27,7 +27,7 @@ def add_command(commands: argparse._SubParsersAction) -> None:
         help="the terminal, Markdown for a CI comment, or JSON",
     )
     compare.add_argument(
-        "--force", action="store_true", help="compare another model or segment layout anyway (listing why not)"
+        "--force", action="store_true", help="compare two models anyway, listing why they are not comparable"
     )
     compare.add_argument(
         "--max-regression",
