@@ -64,7 +64,7 @@ COMSTR = "HELIA_AOTPLANCOMSTR"
 DEFAULT_PLATFORM = "corstone300_ethos_u55"
 MODEL_SUFFIX = ".tflite"
 CSV_SUFFIX = ".csv"
-PLAN_SUFFIX = "_plan.json"
+AOT_PLAN_SUFFIX = "_plan.json"
 REPORT_SUFFIX = "_report.json"
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -158,9 +158,9 @@ def aot_emitter(target: list[Node], source: list[Node], env: Environment) -> tup
             f"sources are {[node_path(s) for s in source]}; expected the {MODEL_SUFFIX} model, "
             f"optionally followed by Vela's per-layer {CSV_SUFFIX} of it",
         )
-    if not plan.name.endswith(PLAN_SUFFIX):
-        raise configuration_error(BUILDER_NAME, plan, f"the target is {plan.name}; expected <prefix>{PLAN_SUFFIX}")
-    prefix = plan.name[: -len(PLAN_SUFFIX)]
+    if not plan.name.endswith(AOT_PLAN_SUFFIX):
+        raise configuration_error(BUILDER_NAME, plan, f"the target is {plan.name}; expected <prefix>{AOT_PLAN_SUFFIX}")
+    prefix = plan.name[: -len(AOT_PLAN_SUFFIX)]
     given_prefix = env.get(PREFIX)
     if given_prefix is not None and given_prefix != prefix:
         raise configuration_error(
@@ -267,6 +267,6 @@ def aot_builder() -> Builder:
     return Builder(
         action=stage_action(aot_action, COMSTR, [PLATFORM, PREFIX]),
         emitter=aot_emitter,
-        suffix=PLAN_SUFFIX,
+        suffix=AOT_PLAN_SUFFIX,
         src_suffix=MODEL_SUFFIX,
     )

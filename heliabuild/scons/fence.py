@@ -43,7 +43,7 @@ from heliabuild.scons.signatures import add_stage_dependencies
 BUILDER_NAME = "HeliaFence"
 FENCES = "HELIA_FENCES"
 COMSTR = "HELIA_FENCECOMSTR"
-PLAN_SUFFIX = ".json"
+FENCE_PLAN_SUFFIX = ".json"
 MODEL_SUFFIX = ".tflite"
 TARGET_SUFFIX = "_fenced.tflite"
 
@@ -76,15 +76,15 @@ def _model_and_plan(target: Node, source: Sequence[Node]) -> tuple[Node, Node | 
     names = [node_path(node) for node in source]
     if not names:
         raise configuration_error(BUILDER_NAME, target, "no source: give the unfenced model as the first source")
-    if names[0].endswith(PLAN_SUFFIX):
+    if names[0].endswith(FENCE_PLAN_SUFFIX):
         raise configuration_error(
             BUILDER_NAME, target, f"the first source is {names[0]}; the model must come first, then the plan"
         )
-    if len(names) > 2 or (len(names) == 2 and not names[1].endswith(PLAN_SUFFIX)):
+    if len(names) > 2 or (len(names) == 2 and not names[1].endswith(FENCE_PLAN_SUFFIX)):
         raise configuration_error(
             BUILDER_NAME,
             target,
-            f"sources are {names}; expected the model, optionally followed by one fence-plan {PLAN_SUFFIX} file",
+            f"sources are {names}; expected the model, optionally followed by one fence-plan {FENCE_PLAN_SUFFIX} file",
         )
     return source[0], source[1] if len(source) == 2 else None
 
@@ -111,7 +111,7 @@ def fence_emitter(target: list[Node], source: list[Node], env: Environment) -> t
         raise configuration_error(
             BUILDER_NAME,
             fenced,
-            f"no fences: set {FENCES} (e.g. {FENCES}=[3, 6]) or give a fence-plan {PLAN_SUFFIX} as second source",
+            f"no fences: set {FENCES} (e.g. {FENCES}=[3, 6]) or give a fence-plan {FENCE_PLAN_SUFFIX} as second source",
         )
     sidecar = fenced.dir.File(sidecar_path_for(fenced.name).name)
     targets = [fenced, sidecar]

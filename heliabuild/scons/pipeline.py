@@ -84,7 +84,7 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.aot.prefix import prefix_of
-from heliabuild.scons import aot, fence, firmware, fvp, plan, runner, sharing, summary, vela
+from heliabuild.scons import aot, fence, fence_plan, firmware, fvp, runner, sharing, summary, vela
 from heliabuild.scons.checks import check_pipeline, close_matches
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sharing import VARIABLE_PREFIX
@@ -96,7 +96,6 @@ not the top folder itself)."""
 FENCED_MODEL_ALIAS = "fenced_model"
 UNFENCED_FOLDER = "unfenced"
 FENCED_SUFFIX = "_fenced.tflite"
-PLAN_SUFFIX = "_fence_plan.json"
 RUNNER_FOLDER = "runner"
 RESULTS_FOLDER = "results"
 FIRMWARE_FOLDER = "firmware"
@@ -235,10 +234,16 @@ def _vela_unfenced(env: Environment, request: PipelineRequest, built: Built) -> 
 
 
 def _plan_fences(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    target = _stage_dir(request, "plan-fences").File(f"{request.stem}{PLAN_SUFFIX}")
+    target = _stage_dir(request, "plan-fences").File(f"{request.stem}{fence_plan.TARGET_SUFFIX}")
     sources = [request.model, built["vela-unfenced"][1]]
     return _once(
-        env, request, "plan-fences", "HeliaFencePlan", target, sources, **{plan.BUDGET_CYCLES: request.budget_cycles}
+        env,
+        request,
+        "plan-fences",
+        "HeliaFencePlan",
+        target,
+        sources,
+        **{fence_plan.BUDGET_CYCLES: request.budget_cycles},
     )
 
 
@@ -265,7 +270,7 @@ def _model_to_run(request: PipelineRequest, built: Built) -> Node:
 
 
 def _aot_plan(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    target = _stage_dir(request, "aot-plan").File(f"{request.prefix}{aot.PLAN_SUFFIX}")
+    target = _stage_dir(request, "aot-plan").File(f"{request.prefix}{aot.AOT_PLAN_SUFFIX}")
     # on qemu-m55 the firmware runs every operator on the CPU: the plan of the model itself
     sources = [_model_to_run(request, built)] if _on_qemu(request) else [built["vela"][0], built["vela"][1]]
     return _once(env, request, "aot-plan", "HeliaAotPlan", target, sources)
@@ -310,7 +315,7 @@ KEYWORD_VARIABLES: Mapping[str, str] = MappingProxyType(
         "system_config": vela.SYSTEM_CONFIG,
         "memory_mode": vela.MEMORY_MODE,
         "vela_config": vela.CONFIG,
-        "min_coverage": plan.MIN_COVERAGE,
+        "min_coverage": fence_plan.MIN_COVERAGE,
         "platform": aot.PLATFORM,
         "prefix": aot.PREFIX,
         "aot_config": aot.CONFIG,
@@ -321,7 +326,7 @@ KEYWORD_VARIABLES: Mapping[str, str] = MappingProxyType(
 )
 """The HeliaPipeline keywords that set one construction variable each, and the variable."""
 
-_RESERVED = (fence.FENCES, plan.BUDGET_CYCLES)
+_RESERVED = (fence.FENCES, fence_plan.BUDGET_CYCLES)
 """Variables a pipeline sets from its own arguments; passing them as keywords is refused."""
 
 
@@ -347,7 +352,7 @@ def _fences(env: Environment, name: str, fences: object) -> Fences:
         return tuple(fences)
     if isinstance(fences, str | Node):
         plan_node = env.File(fences)
-        if not plan_node.name.endswith(fence.PLAN_SUFFIX):
+        if not plan_node.name.endswith(fence.FENCE_PLAN_SUFFIX):
             listed = _FENCE_LIST.fullmatch(fences) if isinstance(fences, str) else None
             give = f"; give a list: fences=[{', '.join(listed[0].replace(',', ' ').split())}]" if listed else ""
             raise configuration_error(
@@ -445,7 +450,7 @@ def check_keywords(
 @cache
 def _helia_variables() -> tuple[str, ...]:
     """Every construction variable a heliabuild stage reads: the HELIA_ names its builder modules define."""
-    modules = (aot, fence, firmware, fvp, plan, runner, vela)
+    modules = (aot, fence, fence_plan, firmware, fvp, runner, vela)
     return tuple(
         sorted(
             {

@@ -46,7 +46,7 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 from SCons.Node import Node
 
-from heliabuild.scons import fence, pipeline, plan, sharing, summary
+from heliabuild.scons import fence, fence_plan, pipeline, sharing, summary
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sweep_table import TABLE_SUFFIXES
 from heliabuild.sweeps.grid import GridError, Point, canonical, expand, groups
@@ -67,7 +67,7 @@ SHARED_FOLDER = "shared"
 """The folder of a chain's stages when no axis changes them: every point shares them."""
 
 AXIS_VARIABLES: Mapping[str, str] = MappingProxyType(
-    {**pipeline.KEYWORD_VARIABLES, "budget_cycles": plan.BUDGET_CYCLES, "fences": fence.FENCES}
+    {**pipeline.KEYWORD_VARIABLES, "budget_cycles": fence_plan.BUDGET_CYCLES, "fences": fence.FENCES}
 )
 """The construction variable each keyword axis sets; an upper-case axis is its own variable."""
 

@@ -65,7 +65,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+def fence_plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
     """Check the call (one target; the model, then the CSV; a budget) and add the tool-version dependencies."""
     if len(target) != 1:
         raise configuration_error(BUILDER_NAME, target, "give exactly one target, the fence plan")
@@ -92,7 +92,7 @@ def plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tu
     return target, source
 
 
-def plan_action(target: list[Node], source: list[Node], env: Environment) -> int:
+def fence_plan_action(target: list[Node], source: list[Node], env: Environment) -> int:
     """Plan fences for `source[0]` from the CSV `source[1]` and write the plan to `target[0]`.
 
     Returns 0, or EXIT_BAD_INPUT after printing one `heliabuild: error:`
@@ -115,11 +115,11 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
     return 0
 
 
-def plan_builder() -> Builder:
+def fence_plan_builder() -> Builder:
     """A new HeliaFencePlan builder (see the module docstring for its contract)."""
     return Builder(
-        action=stage_action(plan_action, COMSTR, [BUDGET_CYCLES, MIN_COVERAGE]),
-        emitter=plan_emitter,
+        action=stage_action(fence_plan_action, COMSTR, [BUDGET_CYCLES, MIN_COVERAGE]),
+        emitter=fence_plan_emitter,
         suffix=TARGET_SUFFIX,
         src_suffix=MODEL_SUFFIX,
     )
