@@ -32,7 +32,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
@@ -40,7 +39,7 @@ from SCons.Node import Node
 from heliabuild.errors import FirmwareError, HeliaError
 from heliabuild.scons.leftovers import keep_folder_of, remove_leftovers
 from heliabuild.scons.messages import configuration_error, stage_comstr, stage_failed
-from heliabuild.scons.progress import stage_action
+from heliabuild.scons.progress import stage_action, stage_command_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 MODULE_BUILDER_NAME = "HeliaFirmwareModule"
@@ -101,6 +100,7 @@ def cross_environment(env: Environment) -> Environment:
     """An environment for arm-none-eabi-gcc with heliabuild's flags (module docstring), with the caller's
     CacheDir and progress lines; one per CacheDir in a run."""
     from SCons.Environment import Environment as new_environment
+    from SCons.Tool import createObjBuilders
 
     from heliabuild.firmware.build import include_dirs
     from heliabuild.firmware.toolchain import ARM_GCC, C_FLAGS, CPU_FLAGS, LINK_FLAGS
@@ -131,6 +131,8 @@ def cross_environment(env: Environment) -> Environment:
         HELIA_FIRMWARECCCOMSTR=env.get(COMPILE_COMSTR),
     )
     arm.CacheDir(cache, cache_class)
+    static_object, _ = createObjBuilders(arm)
+    static_object.add_action(".c", stage_command_action("$CCCOM", "CCCOMSTR"))  # the counter (progress.py)
     _CROSS[key] = arm
     return arm
 
@@ -158,7 +160,7 @@ def kernel_library(env: Environment) -> Node:
         return known
     arm = cross_environment(env)
     sources = [env.File(str(source)) for source in sorted(KERNEL_SOURCE_DIR.glob("*.c"))]
-    node = arm.Command(library, sources, Action(_library_action, cmdstr=f"${COMPILE_COMSTR}"))[0]
+    node = arm.Command(library, sources, stage_action(_library_action, COMPILE_COMSTR))[0]
     arm.Depends(node, [toolchain_dependency(env), *_header_nodes(env)])
     _LIBRARIES[library.get_abspath()] = node
     keep_folder_of([node])
@@ -180,7 +182,7 @@ def firmware_library(env: Environment, target: str | None = None) -> Node:
     sources = [kernel_library(env), *(env.File(str(source)) for source in harness)]
     # One target for the whole library: a no-op build checks one node instead of one per object, and a CacheDir
     # stores and serves it whole.
-    node = arm.Command(library, sources, Action(_library_action, cmdstr=f"${COMPILE_COMSTR}"))[0]
+    node = arm.Command(library, sources, stage_action(_library_action, COMPILE_COMSTR))[0]
     arm.Depends(node, [toolchain_dependency(env), *_header_nodes(env)])
     _LIBRARIES[library.get_abspath()] = node
     keep_folder_of([node])
@@ -253,7 +255,7 @@ def link_firmware(
     # The link is a job of the executor (heliabuild.scons.executor). The script's path is machine-specific and
     # out of the action's signature; its content and the link flags are dependencies instead, so a CacheDir
     # serves the ELF to another checkout.
-    link = Action(_link_action, cmdstr=f"${LINK_COMSTR}")
+    link = stage_action(_link_action, LINK_COMSTR)
     program = arm.Command(node, [*objects, library], link, HELIA_FIRMWARE_LINKER_SCRIPT=str(script))[0]
     arm.Depends(program, [env.File(str(script)), env.Value(f"firmware link flags {' '.join(arm['LINKFLAGS'])}")])
     keep_folder_of([*objects, program])
