@@ -1,27 +1,17 @@
-"""The HeliaFence builder: a fenced model and its sidecar from a model and fences or a plan.
+"""The HeliaFence builder: a fenced model and its sidecar from a model and fences or a fence plan.
 
     env.HeliaFence('build/x_fenced.tflite', 'x.tflite', HELIA_FENCES=[3, 6])
     env.HeliaFence('build/x_fenced.tflite', ['x.tflite', 'fence_plan.json'])
 
-Contract:
+Contract (docs/scons.md, "HeliaFence"):
 
-- Sources: the unfenced model first; optionally a fence-plan JSON second
-  (a source whose name ends in `.json`). The fences come from exactly one
-  of the plan or the construction variable `HELIA_FENCES` (a list of
-  original operator indices; default `[]`, meaning none). Both, or neither,
-  is a configuration error raised while the SConscripts are read.
-- A plan is applied with `heliabuild.fence.fence_model`, which first checks
-  the plan is bound to the model (`FenceBindingError` otherwise); positions
-  from `HELIA_FENCES` go to `rewrite_model_with_fences` (the unbound path).
-- Targets: the fenced model (default `<source stem>_fenced.tflite` beside
-  the model) and, added by the emitter, its sidecar
-  `<stem>.fenced_boundaries.json`, so `scons -c` removes both.
-- Rebuilds when the model or plan content, `HELIA_FENCES` (in the action's
-  varlist), the action's code, or the heliabuild / ai-edge-litert version
-  (Value dependencies) change.
-- Prints `$HELIA_FENCECOMSTR` (default `heliabuild: fence $TARGET`). A
-  HeliaError stops the build with one `heliabuild: error: ...` line and
-  leaves neither target behind.
+- Sources: the unfenced model, then optionally a fence plan (`.json`). The fences come from exactly one of
+  the plan (applied with heliabuild.fence.fence_model, which checks the plan is bound to the model) or
+  HELIA_FENCES (positions, heliabuild.fence.rewrite_model_with_fences); both or neither is a configuration
+  error while the SConscripts are read.
+- Targets: the fenced model (default `<stem>_fenced.tflite` beside the model) and its sidecar
+  `<fenced stem>.fenced_boundaries.json`, both or neither; HELIA_FENCES is in the varlist.
+- Prints `$HELIA_FENCECOMSTR`; a HeliaError is one `heliabuild: error:` line and leaves neither target.
 """
 
 from __future__ import annotations

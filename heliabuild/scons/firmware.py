@@ -4,23 +4,16 @@ generated module, its policy source and its ELF (docs/scons.md, "Firmware").
     library = firmware_library(env)                                    # shared, built once
     module = env.HeliaFirmwareModule('build/kws/firmware/kws_model.c', ['kws_fenced.tflite', 'kws_plan.json'])
     elf = link_firmware(env, 'build/kws/runner/firmware.elf', [module[0], config_source], library)
-    # every source's folder is on the include path, so helia_firmware.c finds the module's header
 
 Contract:
 
-- `kernel_library(env)` compiles heliabuild's kernels with arm-none-eabi-gcc into
-  `$HELIA_FIRMWARE_DIR/kernels/libheliakernels.a` (default `#build/heliabuild-firmware`), one SCons target;
-  env.HeliaModule links it (heliabuild.scons.module).
-- `firmware_library(env, target)` compiles the harness and the target's startup and archives them with the
-  kernel library's objects into `$HELIA_FIRMWARE_DIR/<target>/libheliafirmware.a`, one SCons target for the
-  whole library (its members are those the library outside SCons has: heliabuild.firmware.build). Every
-  pipeline of the build shares the one node, so the library is built once for any number of pipelines; it
-  and the ELFs are ordinary SCons targets, so a CacheDir stores and serves them. The toolchain's version is a
-  dependency (a Value node): another compiler rebuilds everything.
-- HeliaFirmwareModule: sources the model and its AOT plan; targets `<dir>/<prefix>_model.c` (give it),
-  `_model.h` and `_layout.json` (added); `heliabuild.codegen.generate_module` writes them.
+- `kernel_library(env)` and `firmware_library(env, target)`: one SCons target each under
+  `$HELIA_FIRMWARE_DIR`, shared by every pipeline and HeliaModule of the build (one node per path); the
+  toolchain's version is a dependency of everything compiled.
+- HeliaFirmwareModule: the model and its AOT plan in; `<prefix>_model.c` (given), `.h` and `_layout.json`
+  out, written by heliabuild.codegen.module.generate_module.
 - `link_firmware(env, elf, sources, library)`: the objects of `sources` and the ELF, linked with the
-  target's linker script.
+  target's linker script (its content a dependency, its path out of the signature).
 
 The cross environment is a new one with the caller's CacheDir and progress lines, and nothing else of the
 host build: no flag, define or library of the user's environment leaks into the firmware.
@@ -296,7 +289,7 @@ def module_emitter(target: list[Node], source: list[Node], env: Environment) -> 
 
 
 def module_action(target: list[Node], source: list[Node], env: Environment) -> int:
-    """Generate the module with heliabuild.codegen.generate_module."""
+    """Generate the module with heliabuild.codegen.module.generate_module."""
     from heliabuild.codegen.module import generate_module
 
     try:

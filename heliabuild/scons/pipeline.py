@@ -1,73 +1,23 @@
 """The HeliaPipeline pseudo-builder: the stages of one model's pipeline, chained, with aliases.
 
-    env.HeliaPipeline('kws', model, fences=[3, 6])              # fence at positions, then Vela
-    env.HeliaPipeline('resnet', model, fences='fence_plan.json') # fence as a plan says, then Vela
-    env.HeliaPipeline('kws_budget', model, budget_cycles=30000)  # Vela, plan, fence, Vela
-    env.HeliaPipeline('plain', model)                            # Vela on the model itself
-    env.HeliaPipeline('kws', model, fences=[3, 6], platform='corstone300_ethos_u55', aot_config='aot.yaml')
+    env.HeliaPipeline('kws', model, fences=[3, 6])              # fence at positions, then Vela, ...
+    env.HeliaPipeline('kws_budget', model, budget_cycles=30000)  # Vela, plan-fences, fence, Vela, ...
 
-Contract:
+Contract (docs/scons.md, "HeliaPipeline", is the full one):
 
-- The stages are STAGES, in order; a pipeline has those whose `applies`
-  holds for its request, each fed by the ones before it:
-  - `vela-unfenced` (with `budget_cycles`): HeliaVela on the model, into
-    `<build_dir>/unfenced/` or `unfenced_dir`;
-  - `plan-fences` (with `budget_cycles`): HeliaFencePlan of the model and
-    that per-layer CSV, `<build_dir>/<stem>_fence_plan.json`;
-  - `fence` (with `fences` or `budget_cycles`): HeliaFence, `<build_dir>/<stem>_fenced.tflite`
-    and its sidecar, with `fences` as HELIA_FENCES (a list of ints) or as
-    the plan (a `.json` path or node), or with the plan of `plan-fences`;
-  - `vela`: HeliaVela on the fenced model (or, without a fence stage, on
-    the model itself), into `<build_dir>/`; the fenced model's sidecar is
-    an explicit dependency besides the scanner's;
-  - `aot-plan` (always): HeliaAotPlan of Vela's compiled model and its
-    per-layer CSV, `<build_dir>/<prefix>_plan.json` and `_report.json`;
-  - `runner` (always): HeliaRunner of the fenced model (or the model when
-    unfenced), its sidecar, Vela's compiled model and segments.json and the
-    AOT plan, `<build_dir>/runner/<name>/runner.json` (and the files it names),
-    with `policy` as HELIA_POLICY and `backend` as HELIA_BACKEND;
-  - `run` (always): HeliaRun of that runner, the bundle
-    `<build_dir>/results/<name>/` (`result.json` first).
-  A new stage is one more row of STAGES.
-- Sharing (heliabuild.scons.sharing): `stage_dirs` maps stages of
-  sharing.SHAREABLE (all but runner and run) to the folders their outputs go
-  to instead of `build_dir` (`vela-unfenced`: instead of `unfenced_dir`).
-  Pipelines whose stage gets the same target there share one builder call
-  when its inputs (sources, and every variable the stage reads) are the
-  same; other inputs are a UserError naming them. `stem` (default: the name)
-  names the fence plan and the fenced model, and so Vela's outputs, and is
-  the default prefix: pipelines that share stages need one stem.
-- Options: `accelerator`, `system_config`, `memory_mode` and `min_coverage`
-  set HELIA_VELA_ACCELERATOR, HELIA_VELA_SYSTEM_CONFIG,
-  HELIA_VELA_MEMORY_MODE and HELIA_MIN_COVERAGE for this pipeline; None
-  keeps the environment's value (by default 'ethos-u55-128', Vela's
-  defaults and 1.0). `platform` and `aot_config` set HELIA_AOT_PLATFORM
-  (default 'corstone300_ethos_u55': Vela's output holds `ethos-u`
-  operators, which need a platform with an NPU; when neither the call nor
-  the environment names a platform and that one's NPU does not run the
-  pipeline's accelerator, the first platform of the table whose NPU does,
-  e.g. 'corstone300_ethos_u65' for 'ethos-u65-256') and HELIA_AOT_CONFIG (a
-  YAML/JSON file or a configuration mapping) the same way; `prefix` is the
-  module prefix (default: the stem with every character that
-  cannot be in a C identifier replaced by `_`), which names the plan and
-  report. `policy` (a policy file or mapping) and `backend` set
-  HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
-  (default 'litert'); `fvp_firmware` sets HELIA_FVP_FIRMWARE ('prebuilt' or
-  'aot', for backend 'fvp'). `vela_config` (a Vela .ini path or node, or a list;
-  `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG.
-  `unfenced_dir` is the folder of the `vela-unfenced` stage (see there). Any
-  other keyword is a construction variable passed to every stage's builder
-  (upper case, e.g. `HELIA_VELA_OPTIMISE='Size'`); a keyword that is not upper
-  case and not one of these (`config=`) is refused with a did-you-mean.
-- Aliases: `<name>` (every stage), `<name>-<stage>` (e.g. `kws-fence`,
-  `kws-vela`) and, for a pipeline with a fence stage, `fenced_model`
-  (every pipeline's fenced model and sidecar).
-- Returns a Pipeline: the nodes of each stage by name.
-- Summary: the pipeline gets a row of the table printed after a build that
-  built or found up to date its run stage (heliabuild.scons.summary).
-- A call that cannot work (a bad name, fences given both ways, an empty
-  fence list, a pipeline name used twice) is a UserError naming the
-  SConscript line, as for the builders.
+- The stages are STAGES, in order; a pipeline has those whose `applies` holds for its request, each fed by
+  the ones before it, each one builder call of heliabuild.scons (a new stage is one more row).
+- `fences` (a list of operator indices, or a fence plan's path or node) and `budget_cycles` choose the
+  fence stages; each keyword of KEYWORD_VARIABLES sets its construction variable for this pipeline's
+  builders (None keeps the environment's); any other keyword must be an upper-case construction variable,
+  and a HELIA_ variable no stage reads, or a lower-case keyword that is none of these, is refused with a
+  did-you-mean (check_keywords). The accelerator, backend, platform and policy
+  keys are checked while the SConscripts are read (heliabuild.scons.checks).
+- `stage_dirs` (and `unfenced_dir`) put shareable stages in other folders; pipelines whose stage lands on
+  one target share one builder call when its inputs are the same (heliabuild.scons.sharing).
+- Adds the aliases `<name>`, `<name>-<stage>` and `fenced_model`, registers the run stage's row of the
+  summary table (heliabuild.scons.summary), and returns a Pipeline: each stage's nodes by name.
+- A call that cannot work is a UserError naming the SConscript line.
 """
 
 from __future__ import annotations
