@@ -26,7 +26,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
@@ -48,6 +48,9 @@ from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
 from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
+
+if TYPE_CHECKING:
+    from heliabuild.results.summary import BundleFacts
 
 RUNNER_BUILDER_NAME = "HeliaRunner"
 RUN_BUILDER_NAME = "HeliaRun"
@@ -351,7 +354,7 @@ def _bundle_verifies(result: Node) -> bool:
     return True
 
 
-def verified_result(result: Node) -> tuple[str, ...] | None:
+def verified_result(result: Node) -> BundleFacts | None:
     """heliabuild.results.summary.bundle_facts of the bundle of `result` as the integrity check verified it in
     this run, or None when it did not, or did so before SCons rebuilt the target (SCons replaces the node info
     of a target it builds, and checks the new target again)."""
