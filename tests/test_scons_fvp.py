@@ -124,7 +124,8 @@ def test_aot_firmware_pipeline(tmp_path: Path, fake_fvp: Path, monkeypatch: pyte
     )
     runner_only = build_ok(project, "kws-runner")
     assert stage_counts(runner_only) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1}, output_of(runner_only)
-    assert "heliabuild: firmware-cc build/heliabuild-firmware/corstone300/libheliafirmware.a" in output_of(runner_only)
+    library = "heliabuild: firmware-cc build/heliabuild-firmware/corstone300/libheliafirmware.a"
+    assert library in heliabuild_lines(runner_only), output_of(runner_only)
     folder = project / "build" / "runner" / "kws"
     assert sorted(p.name for p in (folder / "fvp").iterdir()) == ["firmware.elf", "firmware_layout.json"]
     records = tmp_path / "uart.txt"
