@@ -19,7 +19,7 @@ from test_scons_pipeline import BIG, big_model, leftovers, make_big_project, mak
 from test_scons_runner import stage_counts
 
 from heliabuild.model import save_model
-from heliabuild.scons.wiring import BUILD_LOCK
+from heliabuild.scons.process import BUILD_LOCK
 from heliabuild.synth import synthesize
 
 pytestmark = pytest.mark.slow
