@@ -22,8 +22,6 @@ from heliabuild.results.vocabulary import ESTIMATE, Quantity, notes, quantity
 from heliabuild.tables import text_table
 from heliabuild.units import UNKNOWN, count_text, kib_text, time_text, time_unit
 
-FORMATS = ("text", "json")
-
 
 @dataclass(frozen=True)
 class SampleColumn:
