@@ -16,11 +16,10 @@ from typing import Any
 
 from heliabuild.results.scopes import FIGURE_SCOPES, HOST_WALL_CLOCK, NPU_CALLBACKS, QEMU_ICOUNT
 from heliabuild.units import count_text, time_text
-
-ESTIMATE = "Vela NPU estimate"
-"""Vela's compile-time estimate of a segment's NPU cycles: never a measurement."""
+from heliabuild.vela.names import ESTIMATE
 
 ESTIMATE_COLUMN = f"{ESTIMATE} (cycles per segment)"
+"""The column of Vela's estimate per segment in the summary and sweep tables."""
 
 
 @dataclass(frozen=True)
