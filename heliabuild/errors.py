@@ -49,6 +49,14 @@ class KernelError(HeliaError):
     """A kernel request its contract does not admit, or a native kernel build that cannot run."""
 
 
+class Int8KernelError(KernelError):
+    """A request an int8 kernel refuses (`.status`), or parameters it cannot represent (`.status` None)."""
+
+    def __init__(self, message: str, status: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
 class ScheduleError(HeliaError):
     """A transfer schedule the plan document's rules reject; `violations` lists every finding, each naming
     the unit or tensor (heliabuild.aot.schedule.ScheduleViolation)."""

@@ -46,11 +46,12 @@ threshold that depends on the compiler; heliabuild records no entry for it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from heliabuild.aot.facts import FENCE_OPERATOR, NPU_OPERATOR, OperatorFacts
+from heliabuild.errors import Int8KernelError
+from heliabuild.kernels.fixed_point import effective_scale, quantize_multiplier
 
 Rule = Callable[[OperatorFacts, frozenset[str]], "str | None"]
 
@@ -619,54 +620,39 @@ def core_calls(facts: OperatorFacts, choice: PlannedKernel) -> list[str] | None:
 # --- requantization ---------------------------------------------------------------------------------------
 
 
-def quantize_multiplier(value: float) -> tuple[int, int]:
-    """TFLite's QuantizeMultiplier: `value = multiplier * 2^(shift - 31)` with a Q31 multiplier.
-
-    frexp gives the fraction in [0.5, 1); it is rounded half away from zero
-    to 31 bits (a result of 2^31 is halved and the shift raised); 0 gives
-    (0, 0) and a shift below -31 gives (0, 0) as well.
-    """
-    if value == 0.0:
-        return 0, 0
-    fraction, shift = math.frexp(value)
-    scaled = fraction * (1 << 31)
-    fixed = math.floor(abs(scaled) + 0.5)
-    fixed = fixed if scaled >= 0 else -fixed
-    if fixed == 1 << 31:
-        fixed //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return fixed, shift
-
-
 def effective_scales(facts: OperatorFacts) -> list[float] | None:
     """Per output channel, input_scale * weight_scale_c / output_scale in float64 (the stored float32 scales
-    widened, as TFLite computes them); None when a scale is missing."""
+    widened, as TFLite computes them: heliabuild.kernels.fixed_point.effective_scale, as the kernels do); None
+    when a scale is missing, Int8KernelError for an output scale of 0."""
     data, weights, out = facts.data_input, facts.weights, facts.output
     if data is None or weights is None or out is None:
         return None
     if data.quantization is None or weights.quantization is None or out.quantization is None:
         return None
     input_scale, output_scale = data.quantization.scales[0], out.quantization.scales[0]
-    if output_scale == 0.0:
-        return None
-    return [float(input_scale) * float(w) / float(output_scale) for w in weights.quantization.scales]
+    return [effective_scale(input_scale, w, output_scale) for w in weights.quantization.scales]
 
 
 def requantization(facts: OperatorFacts) -> str | None:
     """`rshift_only` when every output channel's multiplier has a shift below 0 or is 0, else `general`;
-    None for a layer without the scales (float layers, other operators)."""
+    None for a layer without the scales (float layers, other operators). Int8KernelError naming the operator
+    for scales no quantized multiplier represents (negative, not finite, an output scale of 0), as the
+    kernels' derivation refuses them (one heliabuild.kernels.fixed_point.quantize_multiplier for both)."""
     if facts.dtype not in ("int8", "int16") or facts.op_type not in (
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
     ):
         return None
-    scales = effective_scales(facts)
-    if not scales:
-        return None
-    return requantization_of(scales)
+    try:
+        scales = effective_scales(facts)
+        return requantization_of(scales) if scales else None
+    except Int8KernelError as error:
+        raise Int8KernelError(
+            f"operator {facts.id} ({facts.op_type}), its effective scale (input scale x weight scale / output "
+            f"scale): {error.message}",
+            hint="the model's quantization scales must be finite and not negative, the output's above 0",
+        ) from None
 
 
 def requantization_of(scales: Sequence[float]) -> str:
