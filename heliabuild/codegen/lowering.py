@@ -106,6 +106,9 @@ FORMS: dict[str, str] = {
 
 STATE_OPERATORS = ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE")
 """The operators of resource variables and their one-time initialization."""
+CARRIED_STATE = ("UNIDIRECTIONAL_SEQUENCE_LSTM", "SVDF")
+"""The operator types whose kernels carry their variable tensors across invokes (heliabuild.codegen.lowering_state;
+heliabuild.codegen.layout places those tensors in the carried state region)."""
 
 
 def _state_operators(model: Model) -> list[str]:
@@ -151,8 +154,11 @@ def lower_model(
             refused.append(ModuleRefusal(op.index, op.id, op.op_type, f"no heliabuild kernel for {op.op_type}", True))
             continue
         variable = next((t for t in (*op.inputs, *op.outputs) if t is not None and t.is_variable), None)
-        if variable is not None:
-            reason = f"variable tensor {variable.name!r} (state) is not supported"
+        if variable is not None and op.op_type not in CARRIED_STATE:
+            reason = (
+                f"variable tensor {variable.name!r} (state): only the {' and '.join(CARRIED_STATE)} kernels carry "
+                "variable tensors"
+            )
             refused.append(ModuleRefusal(op.index, op.id, op.op_type, reason))
             continue
         try:

@@ -59,9 +59,11 @@ def kernel_tables(*, npu: bool = False) -> tuple[dict[str, Lowering], dict[str, 
     admitted type (base included): what `lower` admits and its refusal hint lists."""
     from heliabuild.codegen.lowering import FORMS
     from heliabuild.codegen.lowering_data import DATA_FORMS, DATA_LOWERINGS
+    from heliabuild.codegen.lowering_int16 import INT16_FORMS, INT16_LOWERINGS
+    from heliabuild.codegen.lowering_state import STATE_FORMS, STATE_LOWERINGS
 
-    extra: dict[str, Lowering] = {**DATA_LOWERINGS}
-    forms: dict[str, str] = {**FORMS, **DATA_FORMS}
+    extra: dict[str, Lowering] = {**DATA_LOWERINGS, **STATE_LOWERINGS, **INT16_LOWERINGS}
+    forms: dict[str, str] = {**FORMS, **DATA_FORMS, **STATE_FORMS, **INT16_FORMS}
     if npu:
         from heliabuild.codegen.npu import NPU_FORMS, NPU_LOWERINGS
 
