@@ -3,8 +3,9 @@ the same derivation, so they agree on every scale, extreme ones included; a scal
 represents is refused by both, with one sentence naming the operator and the value.
 
 Each case is a real int8 model (CONV_2D with per-channel weight scales, and FULLY_CONNECTED) built with the
-given scales: the plan side is heliabuild.aot.entries (the class the plan records, `operators[].kernel
-.requantization`), the kernel side is the multipliers and shifts heliabuild.codegen lowers into the module."""
+given scales: the plan side is heliabuild.aot.requantization (the class the plan records as
+`operators[].kernel.requantization`), the kernel side is the multipliers and shifts heliabuild.codegen lowers
+into the module."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from helpers.int8_models import conv_model, fully_connected_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heliabuild.aot import entries
+from heliabuild.aot import requantization as plan
 from heliabuild.aot.facts import model_facts
 from heliabuild.codegen.lowering import ModelRefusedError, lower_model
 from heliabuild.errors import HeliaError, Int8KernelError
@@ -76,15 +77,15 @@ def _kernel_pairs(model) -> list[tuple[int, int]]:
 
 def _kernel_class(pairs: list[tuple[int, int]]) -> str:
     general = any(multiplier != 0 and shift >= 0 for multiplier, shift in pairs)
-    return entries.GENERAL if general else entries.RSHIFT_ONLY
+    return plan.GENERAL if general else plan.RSHIFT_ONLY
 
 
 def _assert_agree(model) -> None:
     (facts,) = model_facts(model)
-    planned = entries.requantization(facts)
+    planned = plan.requantization(facts)
     pairs = _kernel_pairs(model)
     assert planned == _kernel_class(pairs)
-    scales = entries.effective_scales(facts)
+    scales = plan.effective_scales(facts)
     assert scales is not None
     derived = [quantize_multiplier(scale) for scale in scales]
     assert pairs == (derived if len(set(derived)) > 1 else derived[:1])
@@ -114,10 +115,10 @@ def test_the_saturated_and_the_vanishing_multipliers() -> None:
     """A real of 2^30 or more saturates to the largest multiplier, one below 2^-32 vanishes: plan and kernel."""
     saturated = _conv(HUGE, [HUGE], TINY)
     assert _kernel_pairs(saturated) == [(2**31 - 1, 30)]
-    assert entries.requantization(model_facts(saturated)[0]) == entries.GENERAL
+    assert plan.requantization(model_facts(saturated)[0]) == plan.GENERAL
     vanishing = _conv(TINY, [TINY], HUGE)
     assert _kernel_pairs(vanishing) == [(0, 0)]
-    assert entries.requantization(model_facts(vanishing)[0]) == entries.RSHIFT_ONLY
+    assert plan.requantization(model_facts(vanishing)[0]) == plan.RSHIFT_ONLY
 
 
 BAD = [
@@ -139,7 +140,7 @@ def test_a_bad_scale_is_refused_by_plan_and_kernel(
     ):
         (facts,) = model_facts(model)
         with pytest.raises(Int8KernelError) as planned:
-            entries.requantization(facts)
+            plan.requantization(facts)
         assert isinstance(planned.value, HeliaError)
         message = planned.value.message
         assert message.startswith(f"operator {facts.id} ({facts.op_type}), its effective scale") and value in message

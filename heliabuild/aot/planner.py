@@ -12,7 +12,7 @@ writes exactly the plan of docs/aot-plan.md:
    falls back to the node id, with a warning naming the operators); one knob entry per knob
    that applies (`heliabuild.aot.knobs`), resolved from the winning
    `operators` rule, then `optimization.knobs`, then `auto`; `kernel` and
-   `fixed` from the entry table (`heliabuild.aot.entries`), null where
+   `fixed` from the entry table (`heliabuild.aot.entries`, `entry_table`), null where
    heliabuild has no table. Operators without a table (an `ethos-u` command
    stream, the fence, anything else) are planned with no knobs and null
    kernel fields, never guessed;

@@ -1,6 +1,6 @@
 """TFLite's fixed-point arithmetic stated in Python: the one `quantize_multiplier` that the kernels' parameter
 derivations (heliabuild.kernels.int8 and its siblings) and the AOT plan's requantization class
-(heliabuild.aot.entries) both use, and the two roundings of MultiplyByQuantizedMultiplier (docs/kernels.md,
+(heliabuild.aot.requantization) both use, and the two roundings of MultiplyByQuantizedMultiplier (docs/kernels.md,
 "int8 operator kernels"). Pure Python: importing it loads neither numpy nor ctypes.
 """
 
