@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from heliabuild.errors import RunnerError
+from heliabuild.targets import table
 
 BACKEND = "qemu-m55"
 RUNTIME = "aot"
 """The runtime a qemu-m55 run executes: generated AOT code (the receipt's initialization is before_measurement)."""
-TARGET = "mps3_an547"
+TARGET = table().qemu_machine().name
 ELF_FILE = "firmware.elf"
 LAYOUT_FILE = "firmware_layout.json"
 MODULE_PREFIX = "model"
