@@ -441,7 +441,7 @@ VELA_DEFAULT_ACCELERATOR = "ethos-u55-128"
 VELA_OPTIMISE_CHOICES = ("Size", "Performance")
 # heliabuild.scons.aot.DEFAULT_PLATFORM, spelled out for the same reason (tests check they agree).
 AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"  # heliabuild.aot.shipped.DEFAULT_PLATFORM
-QEMU_PLATFORM = "mps3_an547"  # heliabuild.runner.qemu.TARGET, the qemu-m55 backend's platform
+QEMU_PLATFORM = "mps3_an547"  # heliabuild.runner.backends.qemu_m55.TARGET, the qemu-m55 backend's platform
 
 
 def _add_vela_options(parser: argparse.ArgumentParser) -> None:

@@ -54,7 +54,7 @@ from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.documents import parse_yaml, read_json, read_text
+from heliabuild.documents import parse_yaml, read_text
 from heliabuild.errors import HeliaError
 from heliabuild.scons.aot import PLATFORM
 from heliabuild.scons.fvp import (
@@ -342,7 +342,7 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
     try:
         built = None
         if "firmware" in request:
-            from heliabuild.runner.qemu import firmware_from_files
+            from heliabuild.runner.firmware import firmware_from_files
 
             built = firmware_from_files(sources["model"], request["firmware"]["elf"], request["firmware"]["layout"])
         written = build_runner(
@@ -373,11 +373,12 @@ def _runner_executes(runner_json: Node) -> bool:
     known = getattr(runner_json.attributes, _EXECUTES, None)
     if known is not None:
         return bool(known)
+    from heliabuild.runner.record import read_runner_record
+
     path = _real_path(runner_json)
-    with contextlib.suppress(HeliaError):  # unreadable or not JSON: running it reports why
-        document = read_json(path, "runner")
-        policy = document.get("policy") if isinstance(document, dict) else None
-        return not isinstance(policy, dict) or policy.get("fvp_enabled", True) is not False
+    with contextlib.suppress(HeliaError):  # unreadable or no valid runner.json: running it reports why
+        record, _ = read_runner_record(path)
+        return record.policy.fvp_enabled
     return True
 
 
