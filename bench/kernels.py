@@ -211,7 +211,7 @@ def detess_rows(context: Context) -> list[Row]:
     (`check_inference`, numpy and C through its ctypes binding) is recorded separately, in the section
     "detess prepare", as a ratio to one checked C execution of the same case.
     """
-    from heliabuild.kernels.detess import DType, MlaTiled, Padding, Request, Strided, TensorSpec
+    from heliabuild.kernels.detess import DetessTensorSpec, DType, MlaTiled, Padding, Request, Strided
     from heliabuild.kernels.detess import check_inference as detess_check
     from heliabuild.kernels.detess import execute as detess_execute
     from heliabuild.kernels.detess.c_kernel import BufferC, CDetess
@@ -231,8 +231,8 @@ def detess_rows(context: Context) -> list[Row]:
             "chw": Strided((0, w * width, width, h * w * width)),
         }[output]
         request = Request(
-            [TensorSpec(shape, dtype, MlaTiled((-1, 1, 2, 3), tile, Padding[padding]))],
-            [TensorSpec(shape, dtype, layout)],
+            [DetessTensorSpec(shape, dtype, MlaTiled((-1, 1, 2, 3), tile, Padding[padding]))],
+            [DetessTensorSpec(shape, dtype, layout)],
         )
         plan = detess_check(request)
         cplan = kernel.check_inference(request)

@@ -23,7 +23,7 @@ from heliabuild.aot.records import (
     HintKind,
     KernelChoice,
     KernelValue,
-    Knob,
+    KnobName,
     OptimizationPlan,
     OptimizationReport,
     PlanOperator,
@@ -35,7 +35,7 @@ from heliabuild.aot.records import (
     load_report,
     validate_plan_document,
 )
-from heliabuild.aot.schedule import Schedule, StreamPool, Unit
+from heliabuild.aot.schedule import Schedule, SchedulePool, Unit
 from heliabuild.errors import HeliaError, PlanReadError
 
 EXACT_HINT = (
@@ -61,7 +61,7 @@ def test_plan_reads_as_typed_records() -> None:
     conv, depthwise, hard_swish = plan.operators
     assert isinstance(conv, PlanOperator)
     kernel = conv.knob("kernel")
-    assert kernel is not None and kernel.name is Knob.KERNEL
+    assert kernel is not None and kernel.name is KnobName.KERNEL
     assert kernel.value is KernelValue.SPECIALIZED and kernel.requested is KernelValue.AUTO
     assert kernel.resolved_by is ResolvedBy.AUTO_TABLE and kernel.approximate is None
     accumulation = depthwise.knob("accumulation")
@@ -77,7 +77,7 @@ def test_plan_reads_as_typed_records() -> None:
     assert plan.tensors[2].name == "dw/weights_packed" and plan.tensors[2].key == ("dw/weights", "dw/weights_packed")
     schedule = plan.schedule
     assert isinstance(schedule, Schedule) and schedule.source is ScheduleSource.PLAN
-    assert schedule.pool == StreamPool(memory="DTCM", bytes=65536, alignment=16)
+    assert schedule.pool == SchedulePool(memory="DTCM", bytes=65536, alignment=16)
     assert schedule.units[1] == Unit(
         id=1,
         tensors=("dw/bias",),
@@ -113,7 +113,7 @@ def test_report_reads_and_round_trips() -> None:
     report = OptimizationReport.from_json(document, "kws_report.json")
     assert report.to_json() == document
     conv = report.operators[0]
-    assert conv.macs == 320000 and conv.knobs[0].name is Knob.KERNEL
+    assert conv.macs == 320000 and conv.knobs[0].name is KnobName.KERNEL
     assert [item.value for item in conv.knobs[0].alternatives] == [KernelValue.SPECIALIZED, KernelValue.GENERIC]
     assert conv.constants[1].stageable is False and conv.constants[1].reason == "read at init"
     assert report.stream_pool is not None and report.stream_pool.layout[1].offset == 1152
@@ -180,7 +180,7 @@ def test_unknown_knob_value_is_kept_as_the_string_written() -> None:
     document = plan_document()
     document["operators"][0]["knobs"]["kernel"]["value"] = "tuned"
     document["operators"][0]["knobs"]["kernel"]["requested"] = "tuned"
-    kernel = OptimizationPlan.from_json(document).operators[0].knob(Knob.KERNEL)
+    kernel = OptimizationPlan.from_json(document).operators[0].knob(KnobName.KERNEL)
     assert kernel is not None and type(kernel.value) is str and kernel.value == "tuned"
     assert OptimizationPlan.from_json(document).to_json() == document
 

@@ -12,7 +12,7 @@ from test_aot_records_schemas import OTHER_SHA, SHA, plan_document, planner_inpu
 
 from heliabuild.aot.records import APPLIED, OptimizationPlan
 from heliabuild.aot.replay import MISMATCH_HINT, compare_plan, read_input_plan, replay_schedule
-from heliabuild.aot.schedule import Schedule, StreamPool, Unit
+from heliabuild.aot.schedule import Schedule, SchedulePool, Unit
 from heliabuild.errors import PlanMismatchError, PlanReadError
 
 Edit = Callable[[dict[str, Any]], object]
@@ -352,7 +352,7 @@ def test_replay_schedule_hands_over_the_plans_schedule(tmp_path: Path) -> None:
     schedule = replay_schedule(read_input_plan(path))
     assert schedule == Schedule(
         source="plan",
-        pool=StreamPool(memory="DTCM", bytes=65536, alignment=16),
+        pool=SchedulePool(memory="DTCM", bytes=65536, alignment=16),
         units=(
             Unit(id=0, tensors=("conv2d_1/weights",), pool_offset=0, issue_after=None, engine="cpu"),
             Unit(id=1, tensors=("dw/bias",), pool_offset=1152, issue_after="0:conv2d_1/Relu", engine="cpu"),

@@ -15,8 +15,8 @@ from heliabuild.aot.schedule import (
     PoolSpan,
     Schedule,
     ScheduleConstant,
+    SchedulePool,
     ScheduleViolation,
-    StreamPool,
     Unit,
     align_up,
     check,
@@ -32,7 +32,7 @@ from heliabuild.aot.schedule import (
 from heliabuild.errors import HeliaError, PlanReadError, ScheduleError
 
 OPS = OperatorOrder([f"0:op{i}" for i in range(6)])
-POOL = StreamPool("DTCM", 1024, 16)
+POOL = SchedulePool("DTCM", 1024, 16)
 ENGINES = {("MRAM", "DTCM"): {"cpu"}, ("PSRAM", "DTCM"): {"cpu", "dma"}}
 
 
@@ -54,7 +54,7 @@ def unit(uid: int, tensors: tuple[str, ...], offset: int = 0, after: str | None 
     return Unit(uid, tensors, offset, after, derived.pop("engine", "cpu"), **derived)
 
 
-def plan(*units: Unit, pool: StreamPool | None = POOL, source: str = "plan") -> Schedule:
+def plan(*units: Unit, pool: SchedulePool | None = POOL, source: str = "plan") -> Schedule:
     return Schedule(source, pool, units)
 
 
@@ -67,11 +67,11 @@ CONSTANTS = [
 ]
 
 
-def violations(schedule: Schedule, constants=CONSTANTS, pool: StreamPool | None = POOL) -> list[ScheduleViolation]:
+def violations(schedule: Schedule, constants=CONSTANTS, pool: SchedulePool | None = POOL) -> list[ScheduleViolation]:
     return validate(schedule, constants, OPS, pool, ENGINES)
 
 
-def only(schedule: Schedule, rule: str, constants=CONSTANTS, pool: StreamPool | None = POOL) -> str:
+def only(schedule: Schedule, rule: str, constants=CONSTANTS, pool: SchedulePool | None = POOL) -> str:
     """The one violation's message, asserting it is the only one and has `rule`."""
     found = violations(schedule, constants, pool)
     assert [v.rule for v in found] == [rule], found
@@ -122,13 +122,15 @@ def test_accepts_exactly_65535_units() -> None:
     constants = [const(f"t{i}", 1, (0,), alignment=1) for i in range(MAX_UNITS)]
     units = tuple(unit(i, (f"t{i}",), i, None) for i in range(MAX_UNITS))
     assert (
-        violations(plan(*units, pool=StreamPool("DTCM", MAX_UNITS, 16)), constants, StreamPool("DTCM", MAX_UNITS, 16))
+        violations(
+            plan(*units, pool=SchedulePool("DTCM", MAX_UNITS, 16)), constants, SchedulePool("DTCM", MAX_UNITS, 16)
+        )
         == []
     )
 
 
 def test_rejects_a_stated_pool_that_differs_from_the_configured_one() -> None:
-    stated = StreamPool("DTCM", 2048, 16)
+    stated = SchedulePool("DTCM", 2048, 16)
     message = only(plan(unit(0, ("a",)), pool=stated), "derived")
     assert "schedule.pool" in message and "2048" in message and "1024" in message
 
@@ -143,7 +145,7 @@ def test_rejects_a_stated_pool_when_none_is_configured() -> None:
 
 
 def test_stated_pool_memory_compares_in_any_case() -> None:
-    assert violations(plan(unit(0, ("a",)), pool=StreamPool("dtcm", 1024, 16))) == []
+    assert violations(plan(unit(0, ("a",)), pool=SchedulePool("dtcm", 1024, 16))) == []
 
 
 def test_rejects_units_without_a_configured_pool() -> None:
@@ -218,7 +220,7 @@ def test_rejects_an_engine_the_platform_does_not_offer() -> None:
     found = violations(plan(unit(0, ("a",), engine="dma")))
     assert [v.rule for v in found] == ["engine", "dma"]
     assert "from MRAM to DTCM (it offers cpu)" in found[0].message
-    pool = StreamPool("SRAM", 1024, 16)
+    pool = SchedulePool("SRAM", 1024, 16)
     message = only(plan(unit(0, ("a",)), pool=pool), "engine", pool=pool)
     assert "'cpu'" in message and "from MRAM to SRAM (it offers no engine)" in message
 
@@ -463,7 +465,7 @@ def test_planner_with_nothing_permitted_streams_nothing() -> None:
 def test_planner_fills_a_small_pool_biggest_first() -> None:
     # all three live together at op2; 64 + 32 fit a pool of 100, the 48 does not fit beside the 64
     constants = [const("c64", 64, (0, 2)), const("c48", 48, (1, 2)), const("c32", 32, (2,))]
-    schedule = plan_schedule(constants, OPS, StreamPool("DTCM", 100, 16), ENGINES)
+    schedule = plan_schedule(constants, OPS, SchedulePool("DTCM", 100, 16), ENGINES)
     assert [(u.tensors, u.pool_offset, u.issue_after) for u in schedule.units] == [
         (("c64",), 0, None),
         (("c32",), 64, "0:op1"),
@@ -472,7 +474,7 @@ def test_planner_fills_a_small_pool_biggest_first() -> None:
 
 def test_planner_shares_bytes_between_units_whose_live_ranges_do_not_meet() -> None:
     constants = [const("a", 64, (0,)), const("b", 64, (1, 2)), const("c", 64, (3,))]
-    schedule = plan_schedule(constants, OPS, StreamPool("DTCM", 64, 16), ENGINES)
+    schedule = plan_schedule(constants, OPS, SchedulePool("DTCM", 64, 16), ENGINES)
     assert [(u.tensors, u.pool_offset, u.issue_after, u.last_reader) for u in schedule.units] == [
         (("a",), 0, None, "0:op0"),
         (("b",), 0, "0:op0", "0:op2"),
@@ -501,7 +503,7 @@ def test_planner_groups_constants_sharing_a_first_reader_and_splits_a_group_that
     constants = [const("a", 32, (1,)), const("b", 32, (1, 2)), const("c", 16, (2,))]
     grouped = plan_schedule(constants, OPS, POOL, ENGINES)
     assert [(u.tensors, u.pool_offset, u.bytes) for u in grouped.units] == [(("a", "b"), 0, 64), (("c",), 64, 16)]
-    split = plan_schedule(constants, OPS, StreamPool("DTCM", 48, 16), ENGINES)
+    split = plan_schedule(constants, OPS, SchedulePool("DTCM", 48, 16), ENGINES)
     assert [(u.tensors, u.pool_offset) for u in split.units] == [(("a",), 0), (("c",), 0)]  # b fits beside neither
 
 
@@ -516,9 +518,9 @@ def test_planner_groups_by_memory_too() -> None:
 
 def test_planner_is_deterministic_and_passes_validation() -> None:
     constants = [const(f"t{i}", 16 * (1 + i % 5), tuple(sorted({i % 6, 5})), alignment=2 ** (i % 5)) for i in range(12)]
-    first = plan_schedule(constants, OPS, StreamPool("DTCM", 160, 16), ENGINES)
-    assert first == plan_schedule(constants, OPS, StreamPool("DTCM", 160, 16), ENGINES)
-    assert first.units and validate(first, constants, OPS, StreamPool("DTCM", 160, 16), ENGINES) == []
+    first = plan_schedule(constants, OPS, SchedulePool("DTCM", 160, 16), ENGINES)
+    assert first == plan_schedule(constants, OPS, SchedulePool("DTCM", 160, 16), ENGINES)
+    assert first.units and validate(first, constants, OPS, SchedulePool("DTCM", 160, 16), ENGINES) == []
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -549,7 +551,7 @@ def test_the_documents_example_round_trips_and_validates() -> None:
     schedule = read_schedule(DOC_SCHEDULE)
     assert schedule.to_json() == DOC_SCHEDULE
     constants = [const("conv2d_1/weights", 1152, (0,))]
-    pool = StreamPool("DTCM", 65536, 16)
+    pool = SchedulePool("DTCM", 65536, 16)
     operators = OperatorOrder(["0:conv2d_1/Relu"])
     assert validate(schedule, constants, operators, pool, ENGINES) == []
     derived = derive(schedule, constants, operators, pool, ENGINES)

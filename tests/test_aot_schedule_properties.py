@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from heliabuild.aot.schedule import (
     Schedule,
     ScheduleConstant,
-    StreamPool,
+    SchedulePool,
     Unit,
     derive,
     pieces,
@@ -83,7 +83,7 @@ def oracle_findings(
     schedule: Schedule,
     constants: list[ScheduleConstant],
     operators: list[str],
-    pool: StreamPool | None,
+    pool: SchedulePool | None,
     engines: dict[tuple[str, str], set[str]],
 ) -> set[tuple[str, int | None]]:
     """(rule id, the stated id of the unit it names, or None for the schedule) of every rejection of `schedule`.
@@ -197,7 +197,7 @@ def oracle_rules(*case) -> set[str]:
 
 
 @st.composite
-def conversions(draw: st.DrawFn) -> tuple[list[ScheduleConstant], list[str], StreamPool | None, dict]:
+def conversions(draw: st.DrawFn) -> tuple[list[ScheduleConstant], list[str], SchedulePool | None, dict]:
     """Random constants (in tensors[] order), operators, pool and engine table."""
     operators = [f"0:op{i}" for i in range(draw(st.integers(1, 6)))]
     constants = []
@@ -219,7 +219,7 @@ def conversions(draw: st.DrawFn) -> tuple[list[ScheduleConstant], list[str], Str
     pool = draw(
         st.sampled_from([None, *["DTCM"] * 4, "dtcm"]).flatmap(
             lambda memory: (
-                st.none() if memory is None else st.builds(StreamPool, st.just(memory), pool_bytes, st.just(16))
+                st.none() if memory is None else st.builds(SchedulePool, st.just(memory), pool_bytes, st.just(16))
             )
         )
     )
@@ -296,7 +296,7 @@ def random_schedules(draw: st.DrawFn):
     if noisy():
         source = draw(st.sampled_from(["plan", "none", "auto"]))
     stated_pool = (
-        draw(st.sampled_from([None, pool, StreamPool("DTCM", 999, 16)]))
+        draw(st.sampled_from([None, pool, SchedulePool("DTCM", 999, 16)]))
         if noisy()
         else draw(st.sampled_from([None, pool]))
     )

@@ -19,7 +19,7 @@ from test_kernels_int8_m55 import STRUCT_TYPES, Emitter
 from heliabuild.kernels import data_movement as dm
 from heliabuild.kernels import int8
 from heliabuild.kernels.activations import ActivationKernels, LeakyReluArgs, leaky_relu_params, prelu_params
-from heliabuild.kernels.int8 import Int8Kernels, KernelCall, Quant, add_params, mean_params, requantize_params
+from heliabuild.kernels.int8 import HostKernelCall, Int8Kernels, Quant, add_params, mean_params, requantize_params
 from heliabuild.kernels.native import load_host_library
 from heliabuild.model import load_model, save_model
 from heliabuild.model.io import Model
@@ -338,7 +338,7 @@ def test_the_kernels_random_cases_are_bit_exact_on_the_cortex_m55(
     from heliabuild.firmware.qemu import run_on_qemu
 
     kernels = Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_data")))
-    recorded: list[KernelCall] = []
+    recorded: list[HostKernelCall] = []
     kernels.recorder = recorded.append
     emitter = Emitter()
     rng = np.random.default_rng(20261201)

@@ -1,4 +1,4 @@
-"""The executor's records and its local path, without a cluster: Job and Result round-trip through JSON and
+"""The executor's records and its local path, without a cluster: Job and JobResult round-trip through JSON and
 the key follows the content; bad names, URLs and changed inputs are one clear error; the tool-version rule;
 the local executor gives Vela's outputs byte for byte as the library writes them in place."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heliabuild.executor import ExecutorError, InputFile, Job, LocalExecutor, Result, executor_for
+from heliabuild.executor import ExecutorError, InputFile, Job, JobResult, LocalExecutor, executor_for
 from heliabuild.executor.job import Failure, check_name
 from heliabuild.executor.stages import EXTERNAL, echo_job, job_name, vela_job
 from heliabuild.executor.versions import heliabuild_version, mismatches
@@ -41,8 +41,8 @@ def test_a_job_round_trips_through_json_and_its_key_is_its_content(job: Job) -> 
 
 @given(st.dictionaries(names, st.binary(max_size=64), max_size=3), st.lists(st.text(max_size=20), max_size=2))
 def test_a_result_round_trips_through_json(outputs: dict[str, bytes], warnings: list[str]) -> None:
-    result = Result(outputs=outputs, warnings=tuple(warnings), failure=Failure("VelaError", "m", None))
-    assert Result.from_json(result.to_json()) == result
+    result = JobResult(outputs=outputs, warnings=tuple(warnings), failure=Failure("VelaError", "m", None))
+    assert JobResult.from_json(result.to_json()) == result
 
 
 @pytest.mark.parametrize("name", ["", "/etc/passwd", "../x", "a/../../x", ".", "a\\b"])

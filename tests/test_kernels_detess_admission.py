@@ -10,6 +10,7 @@ from helpers.detess_goldens import load_c_detess
 
 from heliabuild.kernels.detess import (
     DetessError,
+    DetessTensorSpec,
     DType,
     Error,
     ErrorCode,
@@ -18,7 +19,6 @@ from heliabuild.kernels.detess import (
     Plan,
     Request,
     Strided,
-    TensorSpec,
     check_inference,
     unwrap,
 )
@@ -40,8 +40,8 @@ def req(
     out_layout=None,
     params=(),
 ) -> Request:
-    source = TensorSpec(shape, dtype, layout)
-    target = TensorSpec(
+    source = DetessTensorSpec(shape, dtype, layout)
+    target = DetessTensorSpec(
         shape if out_shape is None else out_shape, dtype if out_dtype is None else out_dtype, out_layout
     )
     return Request([source], [target], params)
@@ -184,14 +184,14 @@ def test_refusal_order_first_broken_rule_wins(c_detess) -> None:
 
 def test_check_inference_never_raises_on_malformed_metadata() -> None:
     odd = [
-        Request([TensorSpec("23", DType.INT8, TILED)], BASE.outputs),
-        Request([TensorSpec((2, 3.0), DType.INT8, TILED)], BASE.outputs),
-        Request([TensorSpec((2, 3), "int8", TILED)], BASE.outputs),
-        Request([TensorSpec((2, 3), DType.INT8, MlaTiled(None, (1, 1, 1, 1)))], BASE.outputs),
-        Request([TensorSpec((2, 3), DType.INT8, MlaTiled((-1, -1, 0, 1), 5))], BASE.outputs),
-        Request([TensorSpec((2, 3), DType.INT8, object())], BASE.outputs),
-        Request(BASE.inputs, [TensorSpec((2, 3), DType.INT8, Strided(None))]),
-        Request(BASE.inputs, [TensorSpec((2, 3), DType.INT8, Strided((3, "1")))]),
+        Request([DetessTensorSpec("23", DType.INT8, TILED)], BASE.outputs),
+        Request([DetessTensorSpec((2, 3.0), DType.INT8, TILED)], BASE.outputs),
+        Request([DetessTensorSpec((2, 3), "int8", TILED)], BASE.outputs),
+        Request([DetessTensorSpec((2, 3), DType.INT8, MlaTiled(None, (1, 1, 1, 1)))], BASE.outputs),
+        Request([DetessTensorSpec((2, 3), DType.INT8, MlaTiled((-1, -1, 0, 1), 5))], BASE.outputs),
+        Request([DetessTensorSpec((2, 3), DType.INT8, object())], BASE.outputs),
+        Request(BASE.inputs, [DetessTensorSpec((2, 3), DType.INT8, Strided(None))]),
+        Request(BASE.inputs, [DetessTensorSpec((2, 3), DType.INT8, Strided((3, "1")))]),
         Request([object()], BASE.outputs),
     ]
     for request_ in odd:

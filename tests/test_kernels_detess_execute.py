@@ -28,13 +28,13 @@ from helpers.detess_goldens import (
 from helpers.skips import require
 
 from heliabuild.kernels.detess import (
+    DetessTensorSpec,
     DType,
     Error,
     ErrorCode,
     MlaTiled,
     Padding,
     Request,
-    TensorSpec,
     check_inference,
     execute,
 )
@@ -371,7 +371,8 @@ def test_unusable_buffers(c_detess) -> None:
 
 def test_empty_tensor_accepts_any_buffers(c_detess) -> None:
     request = Request(
-        [TensorSpec((3, 0), DType.BF16, MlaTiled((-1, -1, 0, 1), (1, 1, 2, 16)))], [TensorSpec((3, 0), DType.BF16)]
+        [DetessTensorSpec((3, 0), DType.BF16, MlaTiled((-1, -1, 0, 1), (1, 1, 2, 16)))],
+        [DetessTensorSpec((3, 0), DType.BF16)],
     )
     for run, plan in ((execute, check_inference(request)), (c_detess.execute, c_detess.check_inference(request))):
         assert run(plan, [b""], [bytearray()]) is None

@@ -15,11 +15,11 @@ import pytest
 from helpers.detess_goldens import Guarded, linear_golden, load_c_detess, tiled_golden
 
 from heliabuild.kernels.detess import (
+    DetessTensorSpec,
     DType,
     MlaTiled,
     Padding,
     Request,
-    TensorSpec,
     check_inference,
     execute,
 )
@@ -142,7 +142,9 @@ INT8_EXAMPLES = [
 def _bf16_case(channels, tile, padding):
     values = np.array([[bf16_value(w, c) for c in range(channels)] for w in range(2)], dtype=np.uint16)
     layout = MlaTiled((-1, -1, 0, 1), tile, padding)
-    request = Request([TensorSpec((2, channels), DType.BF16, layout)], [TensorSpec((2, channels), DType.BF16)])
+    request = Request(
+        [DetessTensorSpec((2, channels), DType.BF16, layout)], [DetessTensorSpec((2, channels), DType.BF16)]
+    )
     return values, request
 
 
@@ -150,7 +152,9 @@ def _int8_case(shape, axes, tile, padding, value):
     values = np.zeros(shape, dtype=np.uint8)
     for index in np.ndindex(*shape):
         values[index] = value(*index)
-    request = Request([TensorSpec(shape, DType.INT8, MlaTiled(axes, tile, padding))], [TensorSpec(shape, DType.INT8)])
+    request = Request(
+        [DetessTensorSpec(shape, DType.INT8, MlaTiled(axes, tile, padding))], [DetessTensorSpec(shape, DType.INT8)]
+    )
     return values, request
 
 
@@ -212,7 +216,7 @@ def test_golden_writer_agrees_with_the_documents(values, request_, table) -> Non
 def test_contract_capacity_example(padding: Padding, expected: int, c_detess) -> None:
     """BF16 [2, 17], W/C, tile [1, 1, 2, 16]: Compact 80 bytes, PadTo16 128 (never element_count x width = 68)."""
     layout = MlaTiled((-1, -1, 0, 1), (1, 1, 2, 16), padding)
-    request = Request([TensorSpec((2, 17), DType.BF16, layout)], [TensorSpec((2, 17), DType.BF16)])
+    request = Request([DetessTensorSpec((2, 17), DType.BF16, layout)], [DetessTensorSpec((2, 17), DType.BF16)])
     plan = check_inference(request)
     assert plan.input_bytes == expected
     assert plan.output_bytes == 68
@@ -227,7 +231,7 @@ def test_compact_bf16_c1_is_a_direct_copy(c_detess) -> None:
     rng = np.random.default_rng(7)
     values = rng.integers(0, 65536, size=(37, 1), dtype=np.uint16)
     layout = MlaTiled((-1, -1, 0, 1), (1, 1, 37, 1), Padding.COMPACT)
-    request = Request([TensorSpec((37, 1), DType.BF16, layout)], [TensorSpec((37, 1), DType.BF16)])
+    request = Request([DetessTensorSpec((37, 1), DType.BF16, layout)], [DetessTensorSpec((37, 1), DType.BF16)])
     plan = check_inference(request)
     assert plan.input_bytes == 80  # 74 payload bytes + 6 alignment bytes
     tiled = Guarded(plan.input_bytes, 16)
@@ -244,7 +248,7 @@ def test_strided_output_writes_only_logical_scalars(c_detess) -> None:
     from heliabuild.kernels.detess import Strided
 
     strides = (2, 6)  # channel axis pitched far apart, W adjacent: output [c][w] with a 2-byte gap
-    request = Request(request.inputs, [TensorSpec((2, 17), DType.BF16, Strided((2, 6)))])
+    request = Request(request.inputs, [DetessTensorSpec((2, 17), DType.BF16, Strided((2, 6)))])
     plan = check_inference(request)
     assert plan.output_bytes == 2 * 1 + 6 * 16 + 2
     assert plan.row_path == "scattered-channel"

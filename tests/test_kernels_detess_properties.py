@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from heliabuild.kernels.detess import (
+    DetessTensorSpec,
     DType,
     Error,
     MlaTiled,
     Padding,
     Request,
     Strided,
-    TensorSpec,
     check_inference,
     execute,
 )
@@ -137,13 +137,13 @@ def any_requests(draw) -> Request:
             strides = tuple(draw(st.lists(values, min_size=rank, max_size=rank)))
         elif mutation == "params":
             params = (0,)
-    source = TensorSpec(tuple(shape), dtype, MlaTiled(tuple(axes), tuple(tile), padding) if input_tiled else None)
+    source = DetessTensorSpec(tuple(shape), dtype, MlaTiled(tuple(axes), tuple(tile), padding) if input_tiled else None)
     layout = {
         "contiguous": None,
         "strided": Strided(strides or ()),
         "tiled": MlaTiled(tuple(axes), tuple(tile), padding),
     }[output_kind]
-    return Request([source], [TensorSpec(tuple(out_shape), out_dtype, layout)], params)
+    return Request([source], [DetessTensorSpec(tuple(out_shape), out_dtype, layout)], params)
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -3,7 +3,7 @@ reference kernels, replayed by one Cortex-M55 firmware on QEMU mps3-an547 (arm-n
 firmware's flags); every output must match LiteRT byte for byte there too, from the library built with MVE
 (the Helium bodies) and from the one built `+nomve` (the portable bodies).
 
-The host bindings record each call (heliabuild.kernels.int8.KernelCall); the test turns the calls into
+The host bindings record each call (heliabuild.kernels.int8.HostKernelCall); the test turns the calls into
 static C initializers, links them with the firmware library (heliabuild's kernels and the semihosting
 harness) and reads the firmware's verdict from its console.
 """
@@ -33,7 +33,7 @@ from helpers.int8_models import (
 )
 
 from heliabuild.kernels import int8
-from heliabuild.kernels.int8 import Int8Kernels, KernelCall, Quant
+from heliabuild.kernels.int8 import HostKernelCall, Int8Kernels, Quant
 from heliabuild.kernels.native import load_host_library
 
 CASES_PER_OPERATOR = 20
@@ -310,7 +310,7 @@ class Emitter:
         values = ", ".join(_c_number(float(v) if array.dtype.kind == "f" else int(v)) for v in array.reshape(-1))
         self.declarations.append(f"static const {ctype} {name}[{array.size}] = {{{values}}};")
 
-    def add(self, index: int, operator: str, call: KernelCall, expected: np.ndarray) -> None:
+    def add(self, index: int, operator: str, call: HostKernelCall, expected: np.ndarray) -> None:
         names: dict[int, str] = {}
         for position, array in enumerate(call.arrays):
             if array is None:
@@ -438,7 +438,7 @@ def replay_on_cortex_m55(
     from heliabuild.firmware.build import link_firmware
     from heliabuild.firmware.qemu import run_on_qemu
 
-    recorded: list[KernelCall] = []
+    recorded: list[HostKernelCall] = []
     kernels.recorder = recorded.append
     rng = np.random.default_rng(seed)
     for operator, case in cases.items():

@@ -18,9 +18,9 @@ import pytest
 from helpers.skips import require_tool
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons
 
-from heliabuild.results.sweep import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
 from heliabuild.runner.freeze import BACKENDS
 from heliabuild.scons import sweep, sweep_table, wiring
+from heliabuild.sweeps.table import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
 
 pytestmark = pytest.mark.slow
 

@@ -505,7 +505,7 @@ def capability_set(capabilities: Collection[str] | object) -> frozenset[str]:
 
 
 @dataclass(frozen=True)
-class KernelChoice:
+class PlannedKernel:
     """The plan's `kernel` section of one operator (module docstring), plus `symbol`, the CORE function the
     generated layer calls for it when the table knows it (the entry, or the single-entry symbol of a family
     that records no entry)."""
@@ -527,7 +527,7 @@ class KernelChoice:
         }
 
 
-NO_CHOICE = KernelChoice(entry=None, provider=None, candidates=None, requantization=None)
+NO_CHOICE = PlannedKernel(entry=None, provider=None, candidates=None, requantization=None)
 
 
 def _diverted_depthwise(facts: OperatorFacts, capabilities: frozenset[str]) -> bool:
@@ -561,7 +561,7 @@ def kernel_choice(
     facts: OperatorFacts,
     knob_values: Mapping[str, str] | None,
     capabilities: Collection[str] | object,
-) -> KernelChoice:
+) -> PlannedKernel:
     """The kernel section of the operator under the resolved knob values (module docstring)."""
     caps = capability_set(capabilities)
     family = family_of(facts)
@@ -569,7 +569,7 @@ def kernel_choice(
         return NO_CHOICE
     requant = requantization(facts) if family.requantized else None
     if _diverted_depthwise(facts, caps):
-        return KernelChoice(entry=None, provider=family.provider, candidates=None, requantization=requant)
+        return PlannedKernel(entry=None, provider=family.provider, candidates=None, requantization=requant)
     candidates = [entry for entry in family.entries if entry.check(facts, caps) is None]
     chosen: Entry | None = None
     if candidates:
@@ -580,7 +580,7 @@ def kernel_choice(
         else:
             chosen = candidates[0]
     symbol = None if chosen is None else chosen.symbol
-    return KernelChoice(
+    return PlannedKernel(
         entry=symbol if family.records_entry else None,
         provider=family.provider,
         candidates=tuple(e.symbol for e in candidates) if family.enumerates else None,
@@ -597,7 +597,7 @@ def weight_layout(facts: OperatorFacts, entry: str | None) -> str | None:
     return None
 
 
-def fixed_choices(facts: OperatorFacts, choice: KernelChoice) -> dict[str, dict[str, str]]:
+def fixed_choices(facts: OperatorFacts, choice: PlannedKernel) -> dict[str, dict[str, str]]:
     """The plan's `fixed` choices heliabuild makes for the operator: `weight_layout: packed`, set by
     heuristic, where `weight_layout` gives one; nothing otherwise."""
     layout = weight_layout(facts, choice.entry)
@@ -606,7 +606,7 @@ def fixed_choices(facts: OperatorFacts, choice: KernelChoice) -> dict[str, dict[
     return {}
 
 
-def core_calls(facts: OperatorFacts, choice: KernelChoice) -> list[str] | None:
+def core_calls(facts: OperatorFacts, choice: PlannedKernel) -> list[str] | None:
     """The CORE symbols the generated layer calls directly: [] for `ethos-u` and the stream-split fence
     (they call nothing), the table's symbol for an operator it covers, None (unrecorded) otherwise."""
     if facts.op_type in (NPU_OPERATOR, FENCE_OPERATOR):

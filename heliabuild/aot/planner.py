@@ -62,7 +62,7 @@ from heliabuild.aot.schedule import (
     OperatorOrder,
     Schedule,
     ScheduleConstant,
-    StreamPool,
+    SchedulePool,
     align_up,
     derive,
     plan_schedule,
@@ -357,13 +357,13 @@ class _Conversion:
     def _schedule_constants(self) -> list[ScheduleConstant]:
         return [constant.schedule for constant in self.constants]
 
-    def _pool(self) -> StreamPool | None:
+    def _pool(self) -> SchedulePool | None:
         pool = self.config.stream_pool
         if pool is None:
             return None
         assert not isinstance(pool, Mapping)
         memory = self._memory(pool.memory, f"{self._where()}: memory.stream_pool.memory")
-        return StreamPool(memory, pool.bytes, pool.alignment or self.platform.alignment)
+        return SchedulePool(memory, pool.bytes, pool.alignment or self.platform.alignment)
 
     def _tensors(self, schedule: Schedule) -> list[dict[str, Any]]:
         placements = tensor_placements(schedule, self._schedule_constants())

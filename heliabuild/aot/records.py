@@ -25,7 +25,7 @@ wrote (or any file without unknown fields, save `core`)
 `to_json(from_json(document)) == document`.
 
 The plan's `schedule` section reuses the records of `heliabuild.aot.schedule`
-(`Schedule`, `StreamPool`, `Unit`); a unit's derived fields that the file does
+(`Schedule`, `SchedulePool`, `Unit`); a unit's derived fields that the file does
 not state are None and are not written back. This module is the one reader of
 that section (`read_schedule` reads it alone); `Schedule.to_json` (through
 `dump_schedule`) is its one writer.
@@ -46,7 +46,7 @@ from enum import Enum, StrEnum
 from functools import cache
 from typing import Any, NoReturn, Self, TypeVar
 
-from heliabuild.aot.schedule import UNKNOWN_FIELD_HINT, OperatorOrder, Schedule, StreamPool, Unit
+from heliabuild.aot.schedule import UNKNOWN_FIELD_HINT, OperatorOrder, Schedule, SchedulePool, Unit
 from heliabuild.documents import read_json
 from heliabuild.errors import PlanReadError, SchemaError
 
@@ -78,7 +78,7 @@ APPLIED = ValidationContext.APPLIED
 # Enumerations: the members heliabuild knows. A reader keeps any other member as the string written.
 
 
-class Knob(StrEnum):
+class KnobName(StrEnum):
     KERNEL = "kernel"
     ACCUMULATION = "accumulation"
 
@@ -95,7 +95,7 @@ class AccumulationValue(StrEnum):
     FAST = "fast"
 
 
-KNOB_VALUES: Mapping[str, type[StrEnum]] = {Knob.KERNEL: KernelValue, Knob.ACCUMULATION: AccumulationValue}
+KNOB_VALUES: Mapping[str, type[StrEnum]] = {KnobName.KERNEL: KernelValue, KnobName.ACCUMULATION: AccumulationValue}
 """The values of each knob heliabuild knows (`auto` is only ever requested, never used)."""
 
 
@@ -435,7 +435,7 @@ class KnobChoice(_Record):
     (`KNOB_VALUES`) when heliabuild knows both knob and value, else the strings written.
     """
 
-    name: Knob | str
+    name: KnobName | str
     value: str = field(metadata=_required(_string))
     requested: str = field(metadata=_required(_string))
     resolved_by: ResolvedBy | str = field(metadata=_required(_member(ResolvedBy)))
@@ -502,7 +502,9 @@ class PlanOperator(_Record):
     index: int = field(metadata=_required(_integer))
     node_id: str = field(metadata=_required(_string))
     op_type: str = field(metadata=_required(_string))
-    knobs: tuple[KnobChoice, ...] = field(default=(), metadata=_optional(_named(KnobChoice, Knob), dump=_dump_named))
+    knobs: tuple[KnobChoice, ...] = field(
+        default=(), metadata=_optional(_named(KnobChoice, KnobName), dump=_dump_named)
+    )
     kernel: KernelChoice = field(default_factory=KernelChoice, metadata=_optional(_record(KernelChoice)))
     fixed: tuple[FixedChoice, ...] = field(default=(), metadata=_optional(_named(FixedChoice), dump=_dump_named))
 
@@ -572,10 +574,10 @@ def _operator_reference(value: Any, reader: _Reader, path: str) -> int | str:
     return _integer(value, reader, path)
 
 
-def _pool(value: Any, reader: _Reader, path: str) -> StreamPool:
+def _pool(value: Any, reader: _Reader, path: str) -> SchedulePool:
     document = _mapping(value, reader, path)
     _applied_fields(document, _POOL_FIELDS, reader, path)
-    return StreamPool(
+    return SchedulePool(
         memory=_take(document, "memory", _string, reader, path),
         bytes=_take(document, "bytes", _integer, reader, path),
         alignment=_take(document, "alignment", _integer, reader, path),
@@ -712,7 +714,7 @@ class KnobAlternative(_Record):
 class ReportKnob:
     """The alternatives of knob `name` (`operators[].knobs.<name>` of the report)."""
 
-    name: Knob | str
+    name: KnobName | str
     alternatives: tuple[KnobAlternative, ...]
 
 
@@ -723,7 +725,7 @@ def _report_knobs(value: Any, reader: _Reader, path: str) -> tuple[ReportKnob, .
         values = KNOB_VALUES.get(name)
         alternatives = _array(_record(KnobAlternative))(document[name], reader, _join(path, name))
         typed = tuple(replace(item, value=known_member(values, item.value)) for item in alternatives)
-        knobs.append(ReportKnob(name=known_member(Knob, name), alternatives=typed))
+        knobs.append(ReportKnob(name=known_member(KnobName, name), alternatives=typed))
     return tuple(knobs)
 
 
@@ -777,7 +779,7 @@ class ReportStreamPool(_Record):
 
 
 @dataclass(frozen=True, kw_only=True)
-class KernelCall(_Record):
+class ReportKernelCall(_Record):
     """One CORE function the generated source calls, and the operators calling it."""
 
     symbol: str = field(metadata=_required(_string))
@@ -788,7 +790,7 @@ class KernelCall(_Record):
 class KernelCalls(_Record):
     """`kernel_calls`: the calls, sorted by symbol, and the operators without call coverage."""
 
-    calls: tuple[KernelCall, ...] = field(metadata=_required(_array(_record(KernelCall))))
+    calls: tuple[ReportKernelCall, ...] = field(metadata=_required(_array(_record(ReportKernelCall))))
     unrecorded_operator_ids: tuple[str, ...] = field(default=(), metadata=_optional(_array(_string)))
 
 
@@ -897,13 +899,12 @@ __all__ = [
     "Hint",
     "HintKind",
     "IdSource",
-    "KernelCall",
     "KernelCalls",
     "KernelChoice",
     "KernelValue",
-    "Knob",
     "KnobAlternative",
     "KnobChoice",
+    "KnobName",
     "KnobRule",
     "KnobSource",
     "OptimizationPlan",
@@ -914,6 +915,7 @@ __all__ = [
     "PlanOptimization",
     "PlanPlatform",
     "PlanTensor",
+    "ReportKernelCall",
     "ReportKnob",
     "ReportOperator",
     "ReportSpan",

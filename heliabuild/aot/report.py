@@ -65,7 +65,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from heliabuild.aot import knobs
-from heliabuild.aot.entries import KernelChoice, core_calls, kernel_choice
+from heliabuild.aot.entries import PlannedKernel, core_calls, kernel_choice
 from heliabuild.aot.facts import (
     NPU_OPERATOR,
     REASON_FIXED_IN_PLACE,
@@ -214,7 +214,7 @@ def _constant_reasons(
 def _schedule_of(plan: Mapping[str, Any]) -> Any:
     """The plan's schedule with what the pool layout needs (the pool, and each unit's id, tensors, offsets,
     issue point, engine and bytes), read leniently: the plan is the planner's own, already derived."""
-    from heliabuild.aot.schedule import Schedule, StreamPool, Unit
+    from heliabuild.aot.schedule import Schedule, SchedulePool, Unit
 
     document = plan.get("schedule") or {}
     pool = document.get("pool")
@@ -232,7 +232,7 @@ def _schedule_of(plan: Mapping[str, Any]) -> Any:
     )
     return Schedule(
         source=str(document.get("source", "none")),
-        pool=None if pool is None else StreamPool(str(pool["memory"]), int(pool["bytes"]), int(pool["alignment"])),
+        pool=None if pool is None else SchedulePool(str(pool["memory"]), int(pool["bytes"]), int(pool["alignment"])),
         units=units,
     )
 
@@ -262,7 +262,7 @@ def _stream_pool(plan: Mapping[str, Any], schedule: Any, platform: Any, dma_boun
 
 
 def kernel_calls(
-    facts: Sequence[OperatorFacts], choices: Sequence[KernelChoice], ids: Sequence[str] | None = None
+    facts: Sequence[OperatorFacts], choices: Sequence[PlannedKernel], ids: Sequence[str] | None = None
 ) -> dict[str, Any]:
     """`kernel_calls` from each operator's kernel choice (symbols sorted; operator ids, the plan's `ids` or
     the facts' own, in execution order)."""
@@ -452,12 +452,12 @@ def build_report(
     reads = constants_by_operator(model)
 
     report_operators: list[dict[str, Any]] = []
-    choices: list[KernelChoice] = []
+    choices: list[PlannedKernel] = []
     for layer, operator, read in zip(facts, operators, reads, strict=True):
         choice = kernel_choice(layer, _knob_values(operator), capabilities)
         entry = (operator.get("kernel") or {}).get("entry")
         if entry is not None and entry != choice.symbol:
-            choice = KernelChoice(entry, choice.provider, choice.candidates, choice.requantization, symbol=entry)
+            choice = PlannedKernel(entry, choice.provider, choice.candidates, choice.requantization, symbol=entry)
         choices.append(choice)
         macs = operator_macs(layer)
         if layer.op_type == NPU_OPERATOR and stream_macs is not None:

@@ -3,7 +3,7 @@
 Pure, model-independent logic over three facts the planner knows of a
 conversion: its operators in execution order (`OperatorOrder`), its constants
 in `tensors[]` order (`ScheduleConstant`) and the configured stream pool
-(`StreamPool`, or None), plus the engines the platform offers between two
+(`SchedulePool`, or None), plus the engines the platform offers between two
 memories (`EngineTable`).
 
 - `validate` lists every rejection of the document's "The transfer schedule"
@@ -85,7 +85,7 @@ RULES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class StreamPool:
+class SchedulePool:
     """The configured stream pool: its `memory`, size in `bytes` and base `alignment` (`schedule.pool`)."""
 
     memory: str
@@ -95,7 +95,7 @@ class StreamPool:
     def to_json(self) -> dict[str, Any]:
         return {"memory": self.memory, "bytes": self.bytes, "alignment": self.alignment}
 
-    def same_as(self, other: StreamPool | None) -> bool:
+    def same_as(self, other: SchedulePool | None) -> bool:
         """True when `other` is the same pool (memory names in any case)."""
         return (
             other is not None
@@ -234,14 +234,14 @@ class Schedule:
     """The `schedule` section: `source` (`plan` or `none`), the configured `pool` and the units."""
 
     source: str
-    pool: StreamPool | None
+    pool: SchedulePool | None
     units: tuple[Unit, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", tuple(self.units))
 
     @classmethod
-    def none(cls, pool: StreamPool | None = None) -> Schedule:
+    def none(cls, pool: SchedulePool | None = None) -> Schedule:
         """The schedule of a conversion where nothing streams."""
         return cls(source="none", pool=pool, units=())
 
@@ -431,7 +431,7 @@ def validate(
     schedule: Schedule,
     constants: Sequence[ScheduleConstant],
     operators: OperatorOrder | Iterable[str],
-    pool: StreamPool | None,
+    pool: SchedulePool | None,
     engines: EngineTable,
 ) -> list[ScheduleViolation]:
     """Every rejection of the document for `schedule` against the conversion; [] when it is accepted.
@@ -550,7 +550,7 @@ def _check_names(unit: Unit, constants: _Constants, owner: dict[str, int], found
 
 
 def _check_unit(
-    facts: _UnitFacts, operators: OperatorOrder, pool: StreamPool | None, engines: EngineTable, found: _Findings
+    facts: _UnitFacts, operators: OperatorOrder, pool: SchedulePool | None, engines: EngineTable, found: _Findings
 ) -> None:
     """two-memories, engine, dma, issue-after, issue-order, pool-fit, alignment and derived for one unit."""
     unit = facts.unit
@@ -630,7 +630,7 @@ def _check_overlaps(facts: Sequence[_UnitFacts], found: _Findings) -> None:
         found.add("overlap", message, first.unit.id)
 
 
-def _pool(pool: StreamPool) -> str:
+def _pool(pool: SchedulePool) -> str:
     return f"{{memory {pool.memory}, bytes {pool.bytes}, alignment {pool.alignment}}}"
 
 
@@ -638,7 +638,7 @@ def check(
     schedule: Schedule,
     constants: Sequence[ScheduleConstant],
     operators: OperatorOrder | Iterable[str],
-    pool: StreamPool | None,
+    pool: SchedulePool | None,
     engines: EngineTable,
 ) -> None:
     """Raise ScheduleError (with every violation in `violations`) when `validate` rejects `schedule`."""
@@ -662,7 +662,7 @@ def derive(
     units: Schedule | Sequence[Unit],
     constants: Sequence[ScheduleConstant],
     operators: OperatorOrder | Iterable[str],
-    pool: StreamPool | None,
+    pool: SchedulePool | None,
     engines: EngineTable,
 ) -> Schedule:
     """The schedule with its derived fields, as a conversion writes it back; raises ScheduleError if `check` does.
@@ -736,7 +736,7 @@ def _arena_offsets(constants: Sequence[ScheduleConstant], facts: Sequence[_UnitF
 def plan_schedule(
     constants: Sequence[ScheduleConstant],
     operators: OperatorOrder | Iterable[str],
-    pool: StreamPool | None,
+    pool: SchedulePool | None,
     engines: EngineTable,
 ) -> Schedule:
     """A derived schedule streaming as many bytes as fit in `pool`; deterministic, and always passes `validate`.
@@ -898,8 +898,8 @@ __all__ = [
     "PoolSpan",
     "Schedule",
     "ScheduleConstant",
+    "SchedulePool",
     "ScheduleViolation",
-    "StreamPool",
     "Unit",
     "align_up",
     "check",

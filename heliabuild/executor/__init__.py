@@ -2,7 +2,7 @@
 
 Independent of SCons. A stage is described as a Job (heliabuild.executor.job: its function by name, its
 inputs by SHA-256, its options, the tools whose versions matter and the resources it needs); an executor
-runs it and gives back a Result (the outputs' bytes by name, the warnings, a failure, where it ran). The
+runs it and gives back a JobResult (the outputs' bytes by name, the warnings, a failure, where it ran). The
 caller writes the outputs into place atomically (heliabuild.files), so whoever ran the job, an interrupted
 build leaves each output complete or absent.
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from heliabuild.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from heliabuild.executor.job import Job, Result
+    from heliabuild.executor.job import Job, JobResult
     from heliabuild.executor.stages import Files
 
 LOCAL = "local"
@@ -38,7 +38,7 @@ class Executor(Protocol):
 
     address: str
 
-    def run(self, job: Job, files: Files) -> Result: ...
+    def run(self, job: Job, files: Files) -> JobResult: ...
 
     def close(self) -> None: ...
 
@@ -69,7 +69,7 @@ _EXPORTS = {
     "InputFile": "heliabuild.executor.job",
     "Job": "heliabuild.executor.job",
     "LocalExecutor": "heliabuild.executor.local",
-    "Result": "heliabuild.executor.job",
+    "JobResult": "heliabuild.executor.job",
 }
 """Names importable from here that load their module on first use: a no-op build imports none of them."""
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -83,7 +83,7 @@ __all__ = [
     "Failure",
     "InputFile",
     "Job",
+    "JobResult",
     "LocalExecutor",
-    "Result",
     "executor_for",
 ]

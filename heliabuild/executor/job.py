@@ -1,4 +1,4 @@
-"""The records of the executor: a Job (one heavy stage, described by content) and its Result.
+"""The records of the executor: a Job (one heavy stage, described by content) and its JobResult.
 
 A Job names the stage function to run (heliabuild.executor.stages.FUNCTIONS), its input files by name and
 SHA-256, its options (JSON values, naming files by their input or output names), the names of the outputs
@@ -125,7 +125,7 @@ class Failure:
 
 
 @dataclass(frozen=True)
-class Result:
+class JobResult:
     """What running a job gave: each output file's bytes by name (empty on failure), what the stage said (its
     warnings, the log a caller prints), the failure (None on success), and where it ran: `local` or the
     worker's address, that worker's resources, its versions of the job's tools (none when the client ran the
@@ -151,7 +151,7 @@ class Result:
         }
 
     @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> Result:
+    def from_json(cls, document: Mapping[str, Any]) -> JobResult:
         failure = document.get("failure")
         return cls(
             outputs={

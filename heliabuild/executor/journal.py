@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from heliabuild.documents import read_text
-from heliabuild.executor.job import Job, Result
+from heliabuild.executor.job import Job, JobResult
 
 MAX_JOURNAL_BYTES = 64 << 20
 """The largest journal read_journal reads."""
@@ -21,7 +21,7 @@ MAX_JOURNAL_BYTES = 64 << 20
 _lock = threading.Lock()
 
 
-def record(path: str | os.PathLike[str], job: Job, result: Result, executor: str) -> None:
+def record(path: str | os.PathLike[str], job: Job, result: JobResult, executor: str) -> None:
     """Append the line of `job` run by `executor` with `result` to the journal at `path`."""
     line = {
         "function": job.function,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from heliabuild.documents import read_regular_file
-from heliabuild.executor.job import ExecutorError, Job, Result, SchedulerUnreachable
+from heliabuild.executor.job import ExecutorError, Job, JobResult, SchedulerUnreachable
 from heliabuild.executor.stages import Files
 from heliabuild.executor.versions import tool_versions
 from heliabuild.executor.worker import MAX_INPUT_BYTES, Inputs, execute
@@ -53,7 +53,7 @@ def scheduler_address(url: str) -> str:
     return f"tcp://{host}:{port}"
 
 
-def remote_execute(document: Mapping[str, Any], client_versions: Mapping[str, str | None], inputs: Inputs) -> Result:
+def remote_execute(document: Mapping[str, Any], client_versions: Mapping[str, str | None], inputs: Inputs) -> JobResult:
     """The task a worker runs: heliabuild.executor.worker.execute, naming this worker and its resources."""
     from distributed import get_worker
 
@@ -146,8 +146,8 @@ class DaskExecutor:
                 blobs[item.sha256] = read_regular_file(real, f"job input {item.name}", limit=MAX_INPUT_BYTES)
         return Inputs(blobs=blobs, paths=paths)
 
-    def run(self, job: Job, files: Files) -> Result:
-        """Run `job` on the cluster (module docstring); its Result, or ExecutorError."""
+    def run(self, job: Job, files: Files) -> JobResult:
+        """Run `job` on the cluster (module docstring); its JobResult, or ExecutorError."""
         client = self._connect()
         self.check_routable(job)
         inputs = self._inputs(job, files)
@@ -176,7 +176,7 @@ class DaskExecutor:
                 future.cancel()
                 raise ExecutorError(f"{job.title}: not done on {self.address} after {self.timeout_s:g} s; cancelled")
 
-    def _result(self, future: Any, job: Job) -> Result:
+    def _result(self, future: Any, job: Job) -> JobResult:
         from distributed.client import FutureCancelledError
         from distributed.scheduler import KilledWorker
 

@@ -4,7 +4,7 @@
 worker. It refuses a job whose tools differ from the client's (heliabuild.executor.versions.mismatches),
 lays out the inputs at their names in a new temporary folder (each checked against its SHA-256), runs the
 stage function, and returns the declared outputs' bytes; the folder is removed whatever happens. A
-HeliaError of the stage comes back as the Result's failure, its message naming the files as the client
+HeliaError of the stage comes back as the JobResult's failure, its message naming the files as the client
 names them (the private folder is cut out), so the client reports it as a local run would. Nothing is
 written outside the private folder: writing the outputs into place is the client's.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from heliabuild.documents import read_regular_file
 from heliabuild.errors import HeliaError
-from heliabuild.executor.job import ExecutorError, Failure, Job, Result
+from heliabuild.executor.job import ExecutorError, Failure, Job, JobResult
 from heliabuild.executor.stages import stage_function
 from heliabuild.executor.versions import mismatches, tool_versions
 from heliabuild.files import sha256_bytes
@@ -89,9 +89,9 @@ def execute(
     where: str = "local",
     resources: Mapping[str, float] | None = None,
     in_process: bool = False,
-) -> Result:
+) -> JobResult:
     """Run the job of `document` (Job.to_json) here (module docstring); `client_versions` are the versions of
-    the job's tools on the client (empty: the client runs it itself, so nothing is compared and the Result
+    the job's tools on the client (empty: the client runs it itself, so nothing is compared and the JobResult
     names no versions; asking them costs a digest of heliabuild's files). `in_process`: this
     is the client's own process, running one job at a time on its main thread, and the stage may run its
     tool inside it (heliabuild.executor.stages)."""
@@ -107,7 +107,7 @@ def execute(
             "install the same versions on the client and every worker: outputs must be byte-identical whichever "
             "machine built them",
         )
-        return Result(outputs={}, failure=failure, seconds=time.perf_counter() - started, **shown)
+        return JobResult(outputs={}, failure=failure, seconds=time.perf_counter() - started, **shown)
     function = stage_function(job.function)
     with tempfile.TemporaryDirectory(prefix="heliabuild-job-") as private:
         folder = Path(private)
@@ -122,6 +122,6 @@ def execute(
             failure = Failure(
                 type(error).__name__, str(_client_text(error.message, folder)), _client_text(error.hint, folder)
             )
-            return Result(outputs={}, failure=failure, seconds=time.perf_counter() - started, **shown)
+            return JobResult(outputs={}, failure=failure, seconds=time.perf_counter() - started, **shown)
         warnings = tuple(str(_client_text(text, folder)) for text in warnings)
-    return Result(outputs=outputs, warnings=warnings, seconds=time.perf_counter() - started, **shown)
+    return JobResult(outputs=outputs, warnings=warnings, seconds=time.perf_counter() - started, **shown)

@@ -46,11 +46,11 @@ package, which loads numpy."""
 
 LIBRARY_NAME = "libheliafirmware.a"
 HARNESS_SOURCES = ("records.c", "lifecycle.c", "reset.c")
-"""The harness sources every target shares; a target adds its console and its measurement (Target.harness)."""
+"""The harness sources every target shares; a target adds its console and its measurement (FirmwareTarget.harness)."""
 
 
 @dataclass(frozen=True)
-class Target:
+class FirmwareTarget:
     """A firmware target: its startup source, linker script and own harness sources (under
     heliabuild/firmware/c/), and, for check_memory_fit, the memories (by the linker script's region names) and
     bytes it gives the arena, the constants and the data memory (what the stack leaves of DTCM), and pinned
@@ -72,7 +72,7 @@ class Target:
 
 _DATA_BYTES = (512 << 10) - (32 << 10) - (16 << 10)
 TARGETS = {
-    "mps3_an547": Target(
+    "mps3_an547": FirmwareTarget(
         "mps3_an547",
         "mps3_an547/startup.c",
         "mps3_an547/memory.ld",
@@ -81,7 +81,7 @@ TARGETS = {
         data_bytes=_DATA_BYTES,
         sram_bytes=2 << 20,
     ),
-    "corstone300": Target(
+    "corstone300": FirmwareTarget(
         "corstone300",
         "corstone300/startup.c",
         "corstone300/memory.ld",
@@ -98,7 +98,7 @@ TARGETS = {
 data beside the 32 KiB stack. `corstone300` is the Corstone-300 FVPs' map (secure aliases; docs/firmware.md)."""
 
 
-def target(name: str) -> Target:
+def target(name: str) -> FirmwareTarget:
     found = TARGETS.get(name)
     if found is None:
         raise FirmwareError(f"firmware target {name!r} is not known; expected one of {', '.join(TARGETS)}")
@@ -118,7 +118,12 @@ def check_memory_fit(layout: Layout, name: str, source: str) -> None:
     needs = (
         ("the activation arena", found.arena_memory, layout.arena.size, found.arena_bytes),
         ("the constants", found.constant_memory, constants, found.constant_bytes),
-        ("the stream pool and constants pinned to DTCM", "DTCM", layout.pool_bytes + pinned["DTCM"], found.data_bytes),
+        (
+            "the stream pool, the carried state and constants pinned to DTCM",
+            "DTCM",
+            layout.pool_bytes + layout.state_bytes + pinned["DTCM"],
+            found.data_bytes,
+        ),
         ("constants pinned to SRAM", "SRAM", pinned["SRAM"], found.sram_bytes),
     )
     for what, memory, needed, available in needs:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from heliabuild.errors import FvpError
-from heliabuild.fvp.targets import Target
+from heliabuild.fvp.targets import FvpTarget
 
 PACKAGE = "mlia-ethos-u"
 SOURCE = "mlia-ethos-u"
@@ -51,7 +51,7 @@ def _distribution() -> metadata.Distribution:
         ) from None
 
 
-def pattern_for(target: Target) -> str:
+def pattern_for(target: FvpTarget) -> str:
     """The distribution-relative path pattern of `target`'s TFLM runner."""
     return (
         f"mlia/resources/backends/applications/inference_runner-sse-{target.sse}-*-tflm-ethos-{target.npu_tag}"
@@ -66,7 +66,7 @@ def _hash(path: Path) -> str:
     return sha256_bytes(read_regular_file(path, "prebuilt runner", error=FvpError, limit=MAX_FIRMWARE_BYTES))
 
 
-def prebuilt_runner(target: Target) -> PrebuiltRunner:
+def prebuilt_runner(target: FvpTarget) -> PrebuiltRunner:
     """The installed prebuilt runner for `target`; FvpError when the package is missing or does not hold
     exactly one runner for it."""
     distribution = _distribution()

@@ -25,7 +25,7 @@ MAC_COUNTS = {
 
 
 @dataclass(frozen=True)
-class Target:
+class FvpTarget:
     """One FVP executable: `executable` models `platform`'s Cortex-M with `npu`, its board prefix `board`."""
 
     executable: str
@@ -61,11 +61,11 @@ class Target:
 
 
 TARGETS = (
-    Target("FVP_Corstone_SSE-300_Ethos-U55", "corstone-300", "ethos-u55"),
-    Target("FVP_Corstone_SSE-300_Ethos-U65", "corstone-300", "ethos-u65"),
-    Target("FVP_Corstone_SSE-310", "corstone-310", "ethos-u55"),
-    Target("FVP_Corstone_SSE-310_Ethos-U65", "corstone-310", "ethos-u65"),
-    Target("FVP_Corstone_SSE-320", "corstone-320", "ethos-u85"),
+    FvpTarget("FVP_Corstone_SSE-300_Ethos-U55", "corstone-300", "ethos-u55"),
+    FvpTarget("FVP_Corstone_SSE-300_Ethos-U65", "corstone-300", "ethos-u65"),
+    FvpTarget("FVP_Corstone_SSE-310", "corstone-310", "ethos-u55"),
+    FvpTarget("FVP_Corstone_SSE-310_Ethos-U65", "corstone-310", "ethos-u65"),
+    FvpTarget("FVP_Corstone_SSE-320", "corstone-320", "ethos-u85"),
 )
 """Every FVP executable by its platform and NPU (MLIA's Corstone backend, MLEK)."""
 PLATFORMS = ("corstone-300", "corstone-310", "corstone-320")
@@ -80,7 +80,7 @@ _CHOICE = re.compile(r"^(corstone-[0-9]+)(?:/(ethos-u(?:55|65|85))-([0-9]+))?$")
 class TargetConfig:
     """A target and the MAC count its NPU runs with (the Vela accelerator config's)."""
 
-    target: Target
+    target: FvpTarget
     macs: int
 
     @property

@@ -21,9 +21,9 @@ import numpy as np
 from heliabuild.kernels.int8 import (
     _I8,
     BinaryParams,
+    HostKernelCall,
     Int8KernelError,
     Int8Kernels,
-    KernelCall,
     Quant,
     _fields,
     quantize_multiplier,
@@ -75,7 +75,7 @@ class LeakyReluArgs(ctypes.Structure):
 class ActivationKernels(Int8Kernels):
     """Int8Kernels with LEAKY_RELU."""
 
-    def __init__(self, library: ctypes.CDLL, recorder: Callable[[KernelCall], None] | None = None) -> None:
+    def __init__(self, library: ctypes.CDLL, recorder: Callable[[HostKernelCall], None] | None = None) -> None:
         super().__init__(library)
         self.recorder = recorder
         function = library.helia_leaky_relu_s8

@@ -275,7 +275,7 @@ def _padded(values: Sequence[int]) -> ctypes.Array:
 class DataKernels:
     """`helia_index_copy` and `helia_split` of a loaded kernel library, on numpy arrays (any element size of
     1, 2, 4 or 8 bytes). A refusal raises DataMovementError with the C status. `recorder`, when set, gets
-    every call as heliabuild.kernels.int8.KernelCall before it runs."""
+    every call as heliabuild.kernels.int8.HostKernelCall before it runs."""
 
     recorder = None
 
@@ -288,9 +288,9 @@ class DataKernels:
 
     def _call(self, name: str, args: ctypes.Structure, arrays: Sequence[object]) -> None:
         if self.recorder is not None:
-            from heliabuild.kernels.int8 import KernelCall
+            from heliabuild.kernels.int8 import HostKernelCall
 
-            self.recorder(KernelCall(name, (args,), tuple(arrays)))
+            self.recorder(HostKernelCall(name, (args,), tuple(arrays)))
         status = Status(getattr(self.library, name)(ctypes.byref(args)))
         if status != Status.OK:
             raise DataMovementError(f"{name}: refused with status {status.name} ({status.value})", status)

@@ -22,7 +22,7 @@ firmware generator and the tests share one derivation:
 `Int8Kernels(load_host_library(build_dir))` runs the host build of the C
 kernels on numpy arrays; a refused request raises `Int8KernelError` with the
 C status and writes nothing. Setting `Int8Kernels.recorder` hands every call
-(a `KernelCall`: function, argument structs, buffers) to a callback before it
+(a `HostKernelCall`: function, argument structs, buffers) to a callback before it
 runs, which is how the Cortex-M55 test replays the calls on the target.
 """
 
@@ -575,7 +575,7 @@ def _dims(shape: Sequence[int]) -> ctypes.Array:
 
 
 @dataclass(frozen=True)
-class KernelCall:
+class HostKernelCall:
     """One C kernel call as the bindings make it: the function, its arguments (argument structs as
     ctypes Structures, the rest as ctypes values or ints) and every buffer the arguments point into
     (numpy arrays, or ctypes pointer tables for CONCATENATION), the output last."""
@@ -627,12 +627,12 @@ class Int8Kernels:
             function.argtypes = argtypes
             function.restype = restype
 
-    recorder: Callable[[KernelCall], None] | None = None
-    """Called with every KernelCall before it runs (the M55 tests replay the calls on the target)."""
+    recorder: Callable[[HostKernelCall], None] | None = None
+    """Called with every HostKernelCall before it runs (the M55 tests replay the calls on the target)."""
 
     def _call(self, name: str, *arguments: object, arrays: Sequence[object] = (), written: int = 1) -> None:
         if self.recorder is not None:
-            self.recorder(KernelCall(name, tuple(arguments), tuple(arrays), written))
+            self.recorder(HostKernelCall(name, tuple(arguments), tuple(arrays), written))
         passed = [ctypes.byref(a) if isinstance(a, ctypes.Structure) else a for a in arguments]
         status = Status(getattr(self.library, name)(*passed))
         if status != Status.OK:

@@ -46,6 +46,7 @@ from heliabuild.errors import ResultError
 from heliabuild.files import json_text
 from heliabuild.results.figures import Figure, measured_figures
 from heliabuild.results.verdict import input_source, verdict
+from heliabuild.tables import text_table
 
 FORMATS = ("text", "md", "json")
 BUNDLE = "bundle"
@@ -420,12 +421,6 @@ def _tables(comparison: Comparison) -> list[tuple[str, list[str], list[list[str]
     return tables
 
 
-def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    lines = [header, ["-" * width for width in widths], *rows]
-    return ["  " + "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
-
-
 def _verdict(comparison: Comparison) -> list[str]:
     if comparison.max_regression is None:
         return []
@@ -460,7 +455,7 @@ def format_comparison(comparison: Comparison, fmt: str = "text") -> str:
             lines.extend("| " + " | ".join(row) + " |" for row in rows)
         else:
             lines.append(title)
-            lines.extend(_text_table(header, rows) if rows else ["  (none)"])
+            lines.extend(text_table(header, rows, indent="  ") if rows else ["  (none)"])
     verdict = _verdict(comparison)
     if verdict:
         lines.append("")

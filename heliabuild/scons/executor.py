@@ -38,7 +38,7 @@ from heliabuild.scons.messages import EXIT_BAD_INPUT, report_failure, stage_fail
 
 if TYPE_CHECKING:  # heliabuild.executor is imported when a stage runs, not by a no-op build
     from heliabuild.executor import Executor
-    from heliabuild.executor.job import Job, Result
+    from heliabuild.executor.job import Job, JobResult
 
 OPTION = "helia_executor"
 SHARED_OPTION = "helia_shared_path"
@@ -113,8 +113,8 @@ def _journal_path() -> str:
     return os.path.join(Dir("#").get_abspath(), JOURNAL)
 
 
-def run_stage(job: Job, files: dict[str, Path], targets: Sequence[Node]) -> Result:
-    """Run `job` and write its outputs over `targets` (module docstring); the Result. Raises the stage's
+def run_stage(job: Job, files: dict[str, Path], targets: Sequence[Node]) -> JobResult:
+    """Run `job` and write its outputs over `targets` (module docstring); the JobResult. Raises the stage's
     HeliaError (as the library raised it where the job ran) or an ExecutorError."""
     result = _run(job, files)
     by_name = {_name(node): Path(node.get_abspath()) for node in targets}
@@ -130,7 +130,7 @@ def _name(node: Node) -> str:
     return job_name(str(node))
 
 
-def _run(job: Job, files: dict[str, Path]) -> Result:
+def _run(job: Job, files: dict[str, Path]) -> JobResult:
     from heliabuild.executor import LOCAL
     from heliabuild.executor.job import ExecutorError
     from heliabuild.executor.journal import record

@@ -8,9 +8,9 @@ Contract (docs/sweeps.md):
 - The grid maps HeliaPipeline keywords (accelerator, system_config, memory_mode, budget_cycles, fences,
   platform, policy, backend, vela_config, ...) or construction variables (upper case), or tuples of them
   (linked axes, whose values are tuples), to lists of values;
-  its points (heliabuild.grid.expand: the product, the first axis slowest) are one HeliaPipeline each,
+  its points (heliabuild.sweeps.grid.expand: the product, the first axis slowest) are one HeliaPipeline each,
   `<name>.<k>` (k from 1, zero-padded), built in `<build_dir>/<point folder>/` (the point's folder name,
-  heliabuild.grid), with the common keywords and the point's values. `build_dir` defaults to the sweep's
+  heliabuild.sweeps.grid), with the common keywords and the point's values. `build_dir` defaults to the sweep's
   name.
 - Stages whose inputs are identical are built once (docs/sweeps.md, "Sharing"): every point's pipeline has
   the file stem `<name>` and gets `stage_dirs`: the unfenced compile in `<build_dir>/unfenced/<folder of
@@ -19,8 +19,8 @@ Contract (docs/sweeps.md):
   says which axes a stage reads; `unfenced/` and `shared/` when none), the runner and the run in the
   point's folder. Points that agree on a folder's axes share its builder calls.
 - Its HeliaSweepTable call (heliabuild.scons.sweep_table) writes `<build_dir>/<name>_sweep.json`, `_sweep.csv`
-  and `_sweep.html` from every point's segments.json and result bundle (heliabuild.results.sweep and
-  .sweep_report); its sources are those files and a Value of the points, so it reruns only when one of them
+  and `_sweep.html` from every point's segments.json and result bundle (heliabuild.sweeps.table and
+  .report); its sources are those files and a Value of the points, so it reruns only when one of them
   changes. The build prints the table after it ends, instead of the points' rows of the pipelines' summary
   (heliabuild.scons.summary).
 - Aliases: `<name>` (every pipeline of the sweep and the table), and each pipeline's own.
@@ -46,10 +46,10 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 from SCons.Node import Node
 
-from heliabuild.grid import GridError, Point, canonical, expand, groups
 from heliabuild.scons import fence, pipeline, plan, sharing, summary
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sweep_table import TABLE_SUFFIXES
+from heliabuild.sweeps.grid import GridError, Point, canonical, expand, groups
 
 METHOD_NAME = "HeliaSweep"
 UNFENCED_FOLDER = "unfenced"
@@ -79,7 +79,7 @@ _CALLED_AT = re.compile(r" \(called at [^()]*\)$")
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One point of a sweep: its values and folder (heliabuild.grid.Point) and the pipeline that builds it."""
+    """One point of a sweep: its values and folder (heliabuild.sweeps.grid.Point) and the pipeline that builds it."""
 
     point: Point
     pipeline: pipeline.Pipeline
@@ -106,7 +106,7 @@ class Sweep:
 
 
 def _json_value(value: Any) -> Any:
-    """A grid value as heliabuild.grid takes it: a node as its path, lists and mappings item by item."""
+    """A grid value as heliabuild.sweeps.grid takes it: a node as its path, lists and mappings item by item."""
     if isinstance(value, Node):
         return node_path(value)
     if isinstance(value, list | tuple):
@@ -182,7 +182,7 @@ def _chain_axes(axes: Mapping[str, Sequence[object]], stages: Sequence[str]) -> 
 
 def _chain_folders(points: Sequence[Point], chain_axes: Sequence[str]) -> list[str]:
     """Each point's folder name for a chain of stages that reads `chain_axes`: named by the point's values on
-    them (heliabuild.grid, as the points' folders are), or "" when there are none."""
+    them (heliabuild.sweeps.grid, as the points' folders are), or "" when there are none."""
     if not chain_axes:
         return [""] * len(points)
     distinct = {canonical([p.values[a] for a in chain_axes]): [p.values[a] for a in chain_axes] for p in points}

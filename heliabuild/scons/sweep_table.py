@@ -6,7 +6,7 @@
 HeliaSweep (heliabuild.scons.sweep) makes the one call of each sweep. Contract (docs/sweeps.md): the targets
 are the JSON, CSV and HTML files (TABLE_SUFFIXES); the sources a Value of the sweep's description (its name,
 axes and points), then each point's segments.json and result.json; the files are written all or none from
-every point's row (heliabuild.results.sweep, .sweep_report), and a HeliaError is one `heliabuild: error:`
+every point's row (heliabuild.sweeps.table, .report), and a HeliaError is one `heliabuild: error:`
 line with none of them left. The tool adds this builder to every environment, so it imports nothing of the
 sweep itself: a project without sweeps never reads the grid and sharing modules.
 """
@@ -31,7 +31,7 @@ TABLE_BUILDER_NAME = "HeliaSweepTable"
 STAGE = "sweep"
 COMSTR = "HELIA_SWEEPCOMSTR"
 DEFAULTS: dict[str, object] = {COMSTR: stage_comstr(STAGE)}
-# heliabuild.results.sweep's names, restated so that reading the SConscripts does not import it (a test
+# heliabuild.sweeps.table's names, restated so that reading the SConscripts does not import it (a test
 # checks they agree).
 TABLE_SUFFIXES = ("_sweep.json", "_sweep.csv", "_sweep.html")
 
@@ -55,9 +55,9 @@ def table_action(target: list[Node], source: list[Node], env: Environment) -> in
     `heliabuild: error:` line for a HeliaError (a bundle that does not verify, say)."""
     # Imported here, not at module level: reading the SConscripts must not pay for the readers.
     from heliabuild.files import write_all_or_nothing
-    from heliabuild.grid import Point
-    from heliabuild.results.sweep import SweepTable, read_row
-    from heliabuild.results.sweep_report import sweep_html
+    from heliabuild.sweeps.grid import Point
+    from heliabuild.sweeps.report import sweep_html
+    from heliabuild.sweeps.table import SweepTable, read_row
 
     remove_leftovers(target)
     description = json.loads(source[0].read())

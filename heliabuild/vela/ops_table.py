@@ -26,6 +26,7 @@ from heliabuild.files import json_text
 from heliabuild.model.graph import indices
 from heliabuild.model.ids import stable_operator_ids
 from heliabuild.model.io import Model, load_model
+from heliabuild.tables import text_table
 
 FORMATS = ("text", "json")
 _DTYPES = {code: name.lower() for name, code in vars(schema.TensorType).items() if not name.startswith("_")}
@@ -33,7 +34,7 @@ _PLACEMENT_ORDER = ("NPU", "CPU")
 
 
 @dataclass(frozen=True)
-class TensorInfo:
+class OutputTensor:
     """An output tensor: its shape (None for an unknown rank) and its dtype name (`int8`, `float32`)."""
 
     shape: tuple[int, ...] | None
@@ -56,7 +57,7 @@ class OperatorRow:
     index: int | None
     id: str
     type: str
-    outputs: tuple[TensorInfo, ...]
+    outputs: tuple[OutputTensor, ...]
     estimated_cycles: int | None
     placement: str | None
 
@@ -144,9 +145,9 @@ def _placement_key(target: str) -> tuple[int, str]:
     return order, target
 
 
-def _tensor_info(tensor: schema.TensorT) -> TensorInfo:
+def _tensor_info(tensor: schema.TensorT) -> OutputTensor:
     shape = None if tensor.shape is None else tuple(int(d) for d in indices(tensor.shape))
-    return TensorInfo(shape=shape, dtype=_DTYPES.get(tensor.type, f"type{tensor.type}"))
+    return OutputTensor(shape=shape, dtype=_DTYPES.get(tensor.type, f"type{tensor.type}"))
 
 
 def format_table(rows: list[OperatorRow], fmt: str = "text") -> str:
@@ -170,9 +171,4 @@ def format_table(rows: list[OperatorRow], fmt: str = "text") -> str:
         ]
         for row in rows
     ]
-    widths = [max(len(cell) for cell in column) for column in zip(header, *cells, strict=True)]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in [header, ["-" * w for w in widths], *cells]
-    ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(text_table(header, cells)) + "\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from heliabuild.kernels.detess import DType, MlaTiled, Padding, Request, Strided, TensorSpec
+from heliabuild.kernels.detess import DetessTensorSpec, DType, MlaTiled, Padding, Request, Strided
 
 GARBAGE = 0xA5
 """Default fill of padding and guard bytes: anything but zero, so ignored padding is really ignored."""
@@ -121,7 +121,9 @@ class Case:
     def request(self) -> Request:
         layout = MlaTiled(self.axes, self.tile, self.padding)
         output = Strided(self.strides) if self.strides is not None else None
-        return Request([TensorSpec(self.shape, self.dtype, layout)], [TensorSpec(self.shape, self.dtype, output)])
+        return Request(
+            [DetessTensorSpec(self.shape, self.dtype, layout)], [DetessTensorSpec(self.shape, self.dtype, output)]
+        )
 
     def values(self, rng: np.random.Generator) -> np.ndarray:
         """Random logical values: every bit pattern possible (uint8 / uint16, never floats)."""

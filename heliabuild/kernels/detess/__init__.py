@@ -1,13 +1,14 @@
 """Detess: MLA-tiled to linear or strided layout conversion (numpy reference and C).
 
     from heliabuild.kernels.detess import (
-        DType, Padding, MlaTiled, Strided, TensorSpec, Request,   # request metadata
-        check_inference, Plan, Error, ErrorCode,                 # admission
-        execute,                                                 # numpy reference execution
+        DType, Padding, MlaTiled, Strided, DetessTensorSpec, Request,  # request metadata
+        check_inference, Plan, Error, ErrorCode,                       # admission
+        execute,                                                       # numpy reference execution
     )
 
     layout = MlaTiled(axes=(-1, -1, 0, 1), tile_shape=(1, 1, 2, 3))   # logical [W, C]
-    plan = check_inference(Request([TensorSpec((2, 3), DType.BF16, layout)], [TensorSpec((2, 3), DType.BF16)]))
+    request = Request([DetessTensorSpec((2, 3), DType.BF16, layout)], [DetessTensorSpec((2, 3), DType.BF16)])
+    plan = check_inference(request)
     if isinstance(plan, Error): ...
     error = execute(plan, [tiled_bytes], [linear_bytes])              # None on success
 
@@ -22,12 +23,12 @@ from heliabuild.kernels.detess.request import (
     AXIS_UNMAPPED,
     MAX_RANK,
     TILE_ALIGNMENT,
+    DetessTensorSpec,
     DType,
     MlaTiled,
     Padding,
     Request,
     Strided,
-    TensorSpec,
 )
 from heliabuild.kernels.detess.status import DetessError, Error, ErrorCode, unwrap
 
@@ -37,6 +38,7 @@ __all__ = [
     "TILE_ALIGNMENT",
     "DType",
     "DetessError",
+    "DetessTensorSpec",
     "Error",
     "ErrorCode",
     "MlaTiled",
@@ -44,7 +46,6 @@ __all__ = [
     "Plan",
     "Request",
     "Strided",
-    "TensorSpec",
     "TileGeometry",
     "check_inference",
     "execute",

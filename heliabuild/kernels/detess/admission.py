@@ -35,12 +35,12 @@ from heliabuild.kernels.detess.request import (
     AXIS_UNMAPPED,
     MAX_RANK,
     TILE_ALIGNMENT,
+    DetessTensorSpec,
     DType,
     MlaTiled,
     Padding,
     Request,
     Strided,
-    TensorSpec,
 )
 from heliabuild.kernels.detess.status import Error, ErrorCode
 
@@ -150,8 +150,8 @@ def check_inference(request: Request) -> Plan | Error:
     if params is not None and len(params) != 0:
         return Error(ErrorCode.PARAMS, f"params has {len(params)} entries; expected none (Detess params is empty)")
     source, target = inputs[0], outputs[0]
-    if not isinstance(source, TensorSpec) or not isinstance(target, TensorSpec):
-        return Error(ErrorCode.DIRECTION, "ports must be TensorSpec records")
+    if not isinstance(source, DetessTensorSpec) or not isinstance(target, DetessTensorSpec):
+        return Error(ErrorCode.DIRECTION, "ports must be DetessTensorSpec records")
 
     if not isinstance(source.layout, MlaTiled):
         return Error(

@@ -23,7 +23,7 @@ from typing import Any
 from heliabuild.kernels.detess.admission import integer_or_none, integers_or_none
 from heliabuild.kernels.detess.bindings import as_binding
 from heliabuild.kernels.detess.linear import INT64_MAX
-from heliabuild.kernels.detess.request import MAX_RANK, MlaTiled, Request, Strided, TensorSpec
+from heliabuild.kernels.detess.request import MAX_RANK, DetessTensorSpec, MlaTiled, Request, Strided
 from heliabuild.kernels.detess.status import Error, ErrorCode
 
 LAYOUT_CONTIGUOUS, LAYOUT_STRIDED, LAYOUT_MLA_TILED = 0, 1, 2
@@ -84,7 +84,7 @@ def _int32(value: Any, fallback: int) -> int:
 def _spec(spec: Any) -> TensorSpecC:
     """The C record of one port (see the module docstring for unrepresentable values)."""
     record = TensorSpecC()
-    if not isinstance(spec, TensorSpec):
+    if not isinstance(spec, DetessTensorSpec):
         record.layout = _INVALID
         return record
     shape = integers_or_none(spec.shape)
@@ -127,9 +127,9 @@ def _placeholder_strides(spec: Any) -> Any:
     which do not depend on them; any answer from the stride checks on is
     reported as STRIDE_COUNT.
     """
-    if not isinstance(spec, TensorSpec) or not isinstance(spec.layout, Strided):
+    if not isinstance(spec, DetessTensorSpec) or not isinstance(spec.layout, Strided):
         return spec
-    return TensorSpec(spec.shape, spec.dtype, Strided((0,) * len(integers_or_none(spec.shape) or [])))
+    return DetessTensorSpec(spec.shape, spec.dtype, Strided((0,) * len(integers_or_none(spec.shape) or [])))
 
 
 class _StrideCount(Exception):

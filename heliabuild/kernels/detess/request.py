@@ -99,7 +99,7 @@ Layout = MlaTiled | Strided | None
 
 
 @dataclass(frozen=True)
-class TensorSpec:
+class DetessTensorSpec:
     """One port's explicit metadata: logical shape, scalar type and storage (`None` = contiguous row-major)."""
 
     shape: Sequence[int]
@@ -111,6 +111,6 @@ class TensorSpec:
 class Request:
     """A Detess inference request: tensor specs in port order and the (necessarily empty) params."""
 
-    inputs: Sequence[TensorSpec]
-    outputs: Sequence[TensorSpec]
+    inputs: Sequence[DetessTensorSpec]
+    outputs: Sequence[DetessTensorSpec]
     params: Mapping[str, Any] | Sequence[Any] = field(default_factory=tuple)

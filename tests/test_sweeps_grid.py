@@ -1,4 +1,4 @@
-"""heliabuild.grid: a sweep's points and their folder names, for all grids (hypothesis) and by example."""
+"""heliabuild.sweeps.grid: a sweep's points and their folder names, for all grids (hypothesis) and by example."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heliabuild.grid import MAX_NAME, MAX_TEXT, GridError, Point, canonical, expand
+from heliabuild.sweeps.grid import MAX_NAME, MAX_TEXT, GridError, Point, canonical, expand
 
 FOLDER = re.compile(r"[A-Za-z0-9_.+=,~-]+")
 

@@ -1,6 +1,6 @@
 """A sweep's HTML report: one self-contained page (inline CSS and SVG, no script, no external resource).
 
-The page (`<name>_sweep.html`) holds, for the table of heliabuild.results.sweep:
+The page (`<name>_sweep.html`) holds, for the table of heliabuild.sweeps.table:
 
 - `#estimates`: Vela's estimated cycles per segment by point, a horizontal stacked bar per point (one
   `rect.segment` per segment, coloured by segment index, its value in its tooltip; the total after the
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from heliabuild.grid import axis_texts, canonical
-from heliabuild.results.export import axis_ticks
-from heliabuild.results.sweep import QUANTITIES, SweepRow, SweepTable, measured_text, option_text
+from heliabuild.sweeps.grid import axis_texts, canonical
+from heliabuild.sweeps.table import QUANTITIES, SweepRow, SweepTable, measured_text, option_text
+from heliabuild.units import kib_text
 
 PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#332288")
 """Segment colours (Paul Tol's bright scheme, readable with colour-blindness), cycled past eight segments."""
@@ -50,6 +50,21 @@ svg text { font-size: 12px; fill: #222; }
 """
 
 
+TICKS = 4
+"""About this many steps from 0 to the peak of a linear axis."""
+
+
+def axis_ticks(peak: float) -> list[float]:
+    """Round tick values from 0 up to the first at or above `peak`: steps of 1, 2, 2.5 or 5 times a power
+    of ten, about TICKS of them (0 and 1 for an axis with nothing above 0)."""
+    if not peak > 0:
+        return [0.0, 1.0]
+    raw = peak / TICKS
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
+    return [round(step * k, 12) for k in range(math.ceil(peak / step - 1e-9) + 1)]
+
+
 def _colour(segment: int) -> str:
     return PALETTE[segment % len(PALETTE)]
 
@@ -66,7 +81,7 @@ def _label(row: SweepRow, axes: Sequence[str]) -> str:
 
 
 def bar_labels(table: SweepTable) -> list[str]:
-    """Each row's bar label: its pipeline, then its value's text (heliabuild.grid.axis_texts: short, and
+    """Each row's bar label: its pipeline, then its value's text (heliabuild.sweeps.grid.axis_texts: short, and
     distinct within an axis) on each axis, in the table's axis order, joined by `, `."""
     texts: dict[str, dict[str, str]] = {}
     for axis in table.axes:
@@ -253,7 +268,7 @@ _CLASSES = {"": "", "number": ' class="number"', "path": ' class="path"'}
 
 def _table_html(table: SweepTable) -> str:
     header = ["pipeline", *table.axes, "segments", "Vela est. cycles/segment", "measured median"]
-    header += ["Vela SRAM KiB", "Vela flash KiB", "bundle"]
+    header += ["Vela SRAM", "Vela flash", "bundle"]
     lines = ['<table id="sweep-table"><thead><tr>', *(f"<th>{escape(cell)}</th>" for cell in header)]
     lines.append("</tr></thead><tbody>")
     for row in table.rows:
@@ -263,7 +278,7 @@ def _table_html(table: SweepTable) -> str:
         cells.append((" / ".join(_number(c) for c in row.estimated_cycles), "number"))
         cells.append((measured_text(row), ""))
         for kib in (row.vela_sram_used_kib, row.vela_off_chip_flash_used_kib):
-            cells.append(("-" if kib is None else f"{kib:.1f}", "number"))
+            cells.append((kib_text(kib), "number"))
         cells.append((row.bundle, "path"))
         lines.append("<tr>")
         lines += [f"<td{_CLASSES[kind]}>{escape(text)}</td>" for text, kind in cells]

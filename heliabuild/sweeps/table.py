@@ -27,11 +27,13 @@ from typing import Any
 
 from heliabuild.errors import ResultError, SchemaError
 from heliabuild.files import json_text
-from heliabuild.grid import Point, canonical
 from heliabuild.results.figures import measured_figures
 from heliabuild.results.reader import load_result
 from heliabuild.results.verdict import input_source, verdict
 from heliabuild.schema_files import validate
+from heliabuild.sweeps.grid import Point, canonical
+from heliabuild.tables import text_table
+from heliabuild.units import kib_text
 
 SWEEP_SCHEMA_VERSION = 1
 SCHEMA = "sweep"
@@ -191,7 +193,7 @@ class SweepTable:
     def to_text(self) -> str:
         """The table printed after a build: one line per point, in columns, then the files' names."""
         header = ["point", "pipeline", "segments", "Vela est. cycles/segment", "measured median", "verification"]
-        header += ["inputs", "Vela SRAM KiB", "Vela flash KiB"]
+        header += ["inputs", "Vela SRAM", "Vela flash"]
         rows = [
             [
                 row.point.folder,
@@ -201,16 +203,13 @@ class SweepTable:
                 measured_text(row),
                 row.verification,
                 row.inputs,
-                _kib(row.vela_sram_used_kib),
-                _kib(row.vela_off_chip_flash_used_kib),
+                kib_text(row.vela_sram_used_kib),
+                kib_text(row.vela_off_chip_flash_used_kib),
             ]
             for row in self.rows
         ]
-        widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
         lines = [f"sweep {self.name}: {len(self.rows)} point{'' if len(self.rows) == 1 else 's'}"]
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip())
-        lines.append("  ".join("-" * width for width in widths))
-        lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+        lines.extend(text_table(header, rows))
         return "\n".join(lines) + "\n"
 
     def files(self) -> dict[str, bytes]:
@@ -229,10 +228,6 @@ def _cell(value: object) -> str:
 
 def _joined(values: Sequence[object]) -> str:
     return "/".join("-" if value is None else str(value) for value in values)
-
-
-def _kib(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
 
 
 def _scaled(value: float, unit: str) -> str:

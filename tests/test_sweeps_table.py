@@ -1,4 +1,4 @@
-"""heliabuild.results.sweep and .sweep_report on tables of their own records: the JSON round trip, the CSV's
+"""heliabuild.sweeps.table and .report on tables of their own records: the JSON round trip, the CSV's
 null cells, measured figures with their units and scopes, and what the HTML shows for backends that measure
 totals only or nothing. Tables read from real bundles are tested in tests/test_scons_sweep.py."""
 
@@ -13,9 +13,9 @@ from types import MappingProxyType
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heliabuild.grid import expand
-from heliabuild.results.sweep import Measured, SweepRow, SweepTable
-from heliabuild.results.sweep_report import Scale, sweep_html
+from heliabuild.sweeps.grid import expand
+from heliabuild.sweeps.report import Scale, sweep_html
+from heliabuild.sweeps.table import Measured, SweepRow, SweepTable
 
 POINTS = expand({"accelerator": ["ethos-u55-128", "ethos-u55-256"], "policy": ["a/p.yaml", {"x": 1}]})
 
@@ -81,7 +81,7 @@ def test_null_is_an_empty_cell_and_a_measurement_keeps_its_unit_and_scope() -> N
     assert (line["verification"], line["inputs"]) == ("not compared", "zeros")
     text = table.to_text()
     assert "12345 instructions qemu_icount" in text and text.splitlines()[3].split()[-2:] == ["-", "-"]
-    assert "  verification  inputs  Vela SRAM KiB" in text.splitlines()[1]
+    assert "  verification  inputs  Vela SRAM  Vela flash" in text.splitlines()[1]
     assert "  not compared  zeros  " in text.splitlines()[3]
     page = sweep_html(table)
     # only a total was measured: one dot for the run, at the sum of the estimate
