@@ -32,7 +32,6 @@ from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.documents import read_json
 from heliabuild.errors import HeliaError
 from heliabuild.runner.policy import scan_policy_file, scanned_executes, scanned_inputs
 from heliabuild.scons.aot import PLATFORM
@@ -272,7 +271,7 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
     try:
         built = None
         if "firmware" in request:
-            from heliabuild.runner.qemu import firmware_from_files
+            from heliabuild.runner.firmware import firmware_from_files
 
             built = firmware_from_files(sources["model"], request["firmware"]["elf"], request["firmware"]["layout"])
         written = build_runner(
@@ -303,11 +302,12 @@ def _runner_executes(runner_json: Node) -> bool:
     known = getattr(runner_json.attributes, _EXECUTES, None)
     if known is not None:
         return bool(known)
+    from heliabuild.runner.record import read_runner_record
+
     path = _real_path(runner_json)
-    with contextlib.suppress(HeliaError):  # unreadable or not JSON: running it reports why
-        document = read_json(path, "runner")
-        policy = document.get("policy") if isinstance(document, dict) else None
-        return not isinstance(policy, dict) or policy.get("fvp_enabled", True) is not False
+    with contextlib.suppress(HeliaError):  # unreadable or no valid runner.json: running it reports why
+        record, _ = read_runner_record(path)
+        return record.policy.fvp_enabled
     return True
 
 
