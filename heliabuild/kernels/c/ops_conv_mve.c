@@ -191,21 +191,84 @@ static inline int32_t rows_at(const matvec *m, int32_t channel)
     return m->channels - channel < 4 ? m->channels - channel : 4;
 }
 
+/* sum(x[k] * w_r[k]) of four filter rows, as four lanes: one 16-byte input load shared by four VMLADAVA, the
+ * tail once under `last`, so no byte past the row is read. */
+static inline __attribute__((always_inline)) int32x4_t dot_four(const int8_t *x, const int8_t *w, const int8_t *w1,
+                                                               const int8_t *w2, const int8_t *w3, int32_t chunks,
+                                                               int32_t tail, mve_pred16_t last)
+{
+    int32_t s0 = 0;
+    int32_t s1 = 0;
+    int32_t s2 = 0;
+    int32_t s3 = 0;
+    int32_t n;
+    int32x4_t sums;
+    for (n = 0; n < chunks; ++n) {
+        const int8x16_t v = vldrbq_s8(x);
+        s0 = vmladavaq_s8(s0, v, vldrbq_s8(w));
+        s1 = vmladavaq_s8(s1, v, vldrbq_s8(w1));
+        s2 = vmladavaq_s8(s2, v, vldrbq_s8(w2));
+        s3 = vmladavaq_s8(s3, v, vldrbq_s8(w3));
+        x += 16;
+        w += 16;
+        w1 += 16;
+        w2 += 16;
+        w3 += 16;
+    }
+    if (tail != 0) {
+        const int8x16_t v = vldrbq_z_s8(x, last);
+        s0 = vmladavaq_s8(s0, v, vldrbq_z_s8(w, last));
+        s1 = vmladavaq_s8(s1, v, vldrbq_z_s8(w1, last));
+        s2 = vmladavaq_s8(s2, v, vldrbq_z_s8(w2, last));
+        s3 = vmladavaq_s8(s3, v, vldrbq_z_s8(w3, last));
+    }
+    sums = vdupq_n_s32(s0);
+    sums = vsetq_lane_s32(s1, sums, 1);
+    sums = vsetq_lane_s32(s2, sums, 2);
+    return vsetq_lane_s32(s3, sums, 3);
+}
+
+/* FULLY_CONNECTED: four output rows per pass sharing each input load, the whole blocks' four outputs
+ * requantized at once with the constants loaded contiguously beside them (single rounding; the high word alone
+ * when every lane's shift is below -1); the last rows one at a time through the portable arithmetic's lanes. */
 void helia_ops_fully_connected_mve(const helia_fully_connected_s8_args *args)
 {
-    const matvec m = {args->filter, args->bias, args->weight_sums, args->multipliers, args->shifts,
-                      args->quant_count, args->depth, args->output_depth, args->input_zero_point,
-                      args->output_zero_point, args->act_min, args->act_max};
-    int32_t c;
+    const size_t depth = (size_t)args->depth;
+    const int32_t chunks = args->depth / 16;
+    const int32_t tail = args->depth % 16;
+    const mve_pred16_t last = vctp8q((uint32_t)tail);
+    const int32_t whole = args->output_depth / 4 * 4;
+    const int32_t per_channel = args->quant_count != 1;
     int32_t b;
-    /* Channel blocks outside, batches inside: each block's requantization is loaded once. */
-    for (c = 0; c < m.channels; c += 4) {
-        const channel_block block = contiguous_block(&m, c);
-        const int8_t *rows = m.filter + (size_t)c * (size_t)m.depth;
-        for (b = 0; b < args->batches; ++b) {
-            const int32x4_t acc = dot_rows(args->input + (size_t)b * (size_t)m.depth, rows, m.depth, rows_at(&m, c));
-            store_block(args->output + (size_t)b * (size_t)m.channels + c, acc, &block, ROUND_SINGLE,
-                        m.output_zero_point, m.act_min, m.act_max);
+    int32_t c;
+    for (b = 0; b < args->batches; ++b) {
+        const int8_t *x = args->input + (size_t)b * depth;
+        int8_t *out = args->output + (size_t)b * (size_t)args->output_depth;
+        for (c = 0; c < args->output_depth; c += 4) {
+            const int32_t count = args->output_depth - c < 4 ? args->output_depth - c : 4;
+            const mve_pred16_t lanes = vctp32q((uint32_t)count);
+            /* A last block of fewer rows reads its first row again in the missing ones (never stored). */
+            const int8_t *w = args->filter + (size_t)c * depth;
+            int32x4_t acc = c < whole ? dot_four(x, w, w + depth, w + 2 * depth, w + 3 * depth, chunks, tail, last)
+                                      : dot_four(x, w, count > 1 ? w + depth : w, count > 2 ? w + 2 * depth : w, w,
+                                                 chunks, tail, last);
+            int32x4_t shift;
+            int32x4_t multiplier;
+            int32x4_t value;
+            acc = vmlaq_n_s32(acc, vldrwq_z_s32(args->weight_sums + c, lanes), -args->input_zero_point);
+            if (args->bias != NULL) {
+                acc = vaddq_s32(acc, vldrwq_z_s32(args->bias + c, lanes));
+            }
+            multiplier = per_channel ? vldrwq_z_s32(args->multipliers + c, lanes) : vdupq_n_s32(args->multipliers[0]);
+            shift = vaddq_n_s32(per_channel ? vldrwq_z_s32(args->shifts + c, lanes) : vdupq_n_s32(args->shifts[0]), 1);
+            if (vmaxvq_s32(INT32_MIN, vpselq_s32(shift, vdupq_n_s32(-1), lanes)) < 0) {
+                value = helia_mbqm_single_wide_x4(acc, multiplier, shift);
+            } else {
+                value = helia_mbqm_single_split_x4(acc, multiplier, shift, vsubq_n_s32(shift, 32));
+            }
+            value = vaddq_n_s32(value, args->output_zero_point);
+            value = vminq_s32(vmaxq_s32(value, vdupq_n_s32(args->act_min)), vdupq_n_s32(args->act_max));
+            vstrbq_p_s32(out + c, value, lanes);
         }
     }
 }
@@ -218,31 +281,86 @@ static matvec conv_matvec(const helia_conv_s8_args *args)
     return m;
 }
 
-void helia_ops_conv2d_in_place_mve(const helia_conv_s8_args *args)
+/* The pixels of one four-channel block of a 1x1 CONV_2D: rows and constants fixed, the outputs `out_step`
+ * bytes apart. Always inlined with constant `whole` (four channels: unpredicated stores). Every argument is a
+ * local value, so that the int8 stores (which may alias anything) force no reload. */
+static inline __attribute__((always_inline)) void in_place_pixels(
+    const int8_t *pixel, size_t pixel_step, size_t row_step, int32_t rows, int32_t columns, int8_t *out,
+    size_t out_step, const int8_t *w0, const int8_t *w1, const int8_t *w2, const int8_t *w3, int32_t chunks,
+    int32_t tail, mve_pred16_t last, int32x4_t offset, int32x4_t multiplier, int32x4_t left, int32x4_t right,
+    int32_t zero_point, int32_t act_min, int32_t act_max, int whole, mve_pred16_t lanes)
 {
-    const matvec m = conv_matvec(args);
-    const size_t pixel_step = (size_t)args->stride_w * (size_t)args->input_c;
-    int32_t c;
-    int32_t b;
     int32_t oy;
     int32_t ox;
-    /* Channel blocks outside, pixels inside: each block's requantization is loaded once. */
-    for (c = 0; c < m.channels; c += 4) {
-        const channel_block block = contiguous_block(&m, c);
-        const int8_t *rows = m.filter + (size_t)c * (size_t)m.depth;
-        const int32_t count = rows_at(&m, c);
-        int8_t *out = args->output + c;
-        for (b = 0; b < args->batches; ++b) {
-            for (oy = 0; oy < args->output_h; ++oy) {
-                const int8_t *pixel = args->input + ((size_t)b * (size_t)args->input_h +
-                                                     (size_t)oy * (size_t)args->stride_h) *
-                                                        (size_t)args->input_w * (size_t)args->input_c;
-                for (ox = 0; ox < args->output_w; ++ox) {
-                    store_block(out, dot_rows(pixel, rows, m.depth, count), &block, ROUND_DOUBLE, m.output_zero_point,
-                                m.act_min, m.act_max);
-                    pixel += pixel_step;
-                    out += m.channels;
-                }
+    for (oy = 0; oy < rows; ++oy) {
+        const int8_t *x = pixel;
+        for (ox = 0; ox < columns; ++ox) {
+            int32x4_t value = vaddq_s32(dot_four(x, w0, w1, w2, w3, chunks, tail, last), offset);
+            value = vaddq_n_s32(helia_mbqm_double_split_x4(value, multiplier, left, right), zero_point);
+            value = vminq_s32(vmaxq_s32(value, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+            if (whole) {
+                vstrbq_s32(out, value);
+            } else {
+                vstrbq_p_s32(out, value, lanes);
+            }
+            x += pixel_step;
+            out += out_step;
+        }
+        pixel += row_step;
+    }
+}
+
+void helia_ops_conv2d_in_place_mve(const helia_conv_s8_args *args)
+{
+    const size_t depth = (size_t)args->input_c;
+    const int32_t chunks = args->input_c / 16;
+    const int32_t tail = args->input_c % 16;
+    const mve_pred16_t last = vctp8q((uint32_t)tail);
+    const size_t pixel_step = (size_t)args->stride_w * depth;
+    const size_t row_step = (size_t)args->stride_h * (size_t)args->input_w * depth;
+    const size_t image = (size_t)args->input_h * (size_t)args->input_w * depth;
+    const int32_t channels = args->output_c;
+    const int32_t batches = args->batches;
+    const int32_t rows = args->output_h;
+    const int32_t columns = args->output_w;
+    const int32_t zero_point = args->output_zero_point;
+    const int32_t act_min = args->act_min;
+    const int32_t act_max = args->act_max;
+    const int8_t *input = args->input;
+    int8_t *output = args->output;
+    const int32x4_t zero = vdupq_n_s32(0);
+    int32_t c;
+    int32_t b;
+    /* Channel blocks outside (their rows and constants fixed), pixels inside. */
+    for (c = 0; c < channels; c += 4) {
+        const int32_t count = channels - c < 4 ? channels - c : 4;
+        const mve_pred16_t lanes = vctp32q((uint32_t)count);
+        /* A last block of fewer rows reads its first row again in the missing ones (never stored). */
+        const int8_t *w0 = args->filter + (size_t)c * depth;
+        const int8_t *w1 = count > 1 ? w0 + depth : w0;
+        const int8_t *w2 = count > 2 ? w1 + depth : w0;
+        const int8_t *w3 = count > 3 ? w2 + depth : w0;
+        const int32x4_t shift =
+            args->quant_count != 1 ? vldrwq_z_s32(args->shifts + c, lanes) : vdupq_n_s32(args->shifts[0]);
+        const int32x4_t multiplier =
+            args->quant_count != 1 ? vldrwq_z_s32(args->multipliers + c, lanes) : vdupq_n_s32(args->multipliers[0]);
+        const int32x4_t left = vmaxq_s32(shift, zero);
+        const int32x4_t right = vminq_s32(shift, zero);
+        int32x4_t offset = vmulq_n_s32(vldrwq_z_s32(args->weight_sums + c, lanes), -args->input_zero_point);
+        if (args->bias != NULL) {
+            offset = vaddq_s32(offset, vldrwq_z_s32(args->bias + c, lanes));
+        }
+        for (b = 0; b < batches; ++b) {
+            const int8_t *pixel = input + (size_t)b * image;
+            int8_t *out = output + (size_t)b * (size_t)rows * (size_t)columns * (size_t)channels + c;
+            if (count == 4) {
+                in_place_pixels(pixel, pixel_step, row_step, rows, columns, out, (size_t)channels, w0, w1, w2, w3,
+                                chunks, tail, last, offset, multiplier, left, right, zero_point, act_min, act_max, 1,
+                                lanes);
+            } else {
+                in_place_pixels(pixel, pixel_step, row_step, rows, columns, out, (size_t)channels, w0, w1, w2, w3,
+                                chunks, tail, last, offset, multiplier, left, right, zero_point, act_min, act_max, 0,
+                                lanes);
             }
         }
     }
