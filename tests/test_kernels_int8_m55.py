@@ -205,20 +205,27 @@ def case_mul(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _binary(k, rng, "mul")
 
 
-def _pool(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
-    fh, fw = (int(v) for v in rng.integers(1, 4, size=2))
-    stride = tuple(int(v) for v in rng.integers(1, 3, size=2))
-    padding = str(rng.choice(["SAME", "VALID"]))
-    x = _codes(rng, (1, int(rng.integers(fh, 9)), int(rng.integers(fw, 9)), int(rng.integers(1, 5))))
+def _pool_case(
+    k: Int8Kernels, rng: np.random.Generator, kind: str, x: np.ndarray, filter_size: tuple[int, int],
+    stride: tuple[int, int], padding: str,
+) -> np.ndarray:  # fmt: skip
     quant, act = _quant(rng), _activation(rng)
-    params = int8.pool_params(x.shape, (fh, fw), quant, stride=stride, padding=padding, activation=act)
+    params = int8.pool_params(x.shape, filter_size, quant, stride=stride, padding=padding, activation=act)
     model = pool_model(
-        kind, x.shape, params.output_shape, quant, filter_size=(fh, fw), stride=stride, padding=padding,
+        kind, x.shape, params.output_shape, quant, filter_size=filter_size, stride=stride, padding=padding,
         activation=act,
     )  # fmt: skip
     expected = run_reference(model, [x])
     k.pool(kind, params, x)
     return expected
+
+
+def _pool(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    fh, fw = (int(v) for v in rng.integers(1, 4, size=2))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    x = _codes(rng, (1, int(rng.integers(fh, 9)), int(rng.integers(fw, 9)), int(rng.integers(1, 5))))
+    return _pool_case(k, rng, kind, x, (fh, fw), stride, padding)
 
 
 def case_average_pool2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
@@ -227,6 +234,26 @@ def case_average_pool2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
 
 def case_max_pool2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _pool(k, rng, "max")
+
+
+def _global_pool(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    """A window over the whole input (KWS's last pool), up to 20 x 20 values: the MVE bodies' whole vectors and
+    tails, windows of 256 values and fewer (AVERAGE's int16 sums, sometimes all -128) and of more."""
+    h, w = int(rng.integers(1, 21)), int(rng.integers(1, 21))
+    if rng.integers(4) == 0:
+        h, w = 16, 16
+    x = _codes(rng, (1, h, w, _extent(rng, 5, 40)))
+    if rng.integers(4) == 0:
+        x[...] = -128
+    return _pool_case(k, rng, kind, x, (h, w), (1, 1), "VALID")
+
+
+def case_average_pool2d_global(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _global_pool(k, rng, "average")
+
+
+def case_max_pool2d_global(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _global_pool(k, rng, "max")
 
 
 def case_reshape(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
