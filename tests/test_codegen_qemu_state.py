@@ -21,9 +21,11 @@ from heliabuild.firmware.protocol import FirmwareRun
 from heliabuild.model import load_model, save_model, serialize
 from heliabuild.model.io import Model
 from heliabuild.runner.verification import compare_outputs, reference_outputs
+from heliabuild.synth import synthesize
 from heliabuild.synth.builder import GraphBuilder
-from heliabuild.synth.lstm import LstmQuant, lstm_model, lstm_network
+from heliabuild.synth.lstm import LstmQuant, lstm_model
 from heliabuild.synth.quant import quantization_parameters
+from heliabuild.synth.svdf import SvdfQuant, svdf_model
 
 OP = schema.BuiltinOperator
 
@@ -39,12 +41,15 @@ def _assert_matches_carried_reference(model: Path, fills: list[bytes], run: Firm
     return [[bytes(o.values.tobytes()) for o in outputs] for outputs in reference]
 
 
-@pytest.mark.parametrize("fences", [[], [0, 1]], ids=["unfenced", "fenced"])
-def test_the_lstm_family_carries_its_state_on_qemu_bit_exact_with_litert(
-    firmware_library: Path, tmp_path: Path, fences: list[int]
+CASES = [("lstm", []), ("lstm", [0, 1]), ("svdf", []), ("svdf", [0])]
+
+
+@pytest.mark.parametrize(("kind", "fences"), CASES, ids=[f"{k}-{'fenced' if f else 'unfenced'}" for k, f in CASES])
+def test_the_stateful_families_carry_their_state_on_qemu_bit_exact_with_litert(
+    firmware_library: Path, tmp_path: Path, kind: str, fences: list[int]
 ) -> None:
-    source = tmp_path / "lstm.tflite"
-    save_model(lstm_network(seed=2), source)
+    source = tmp_path / f"{kind}.tflite"
+    save_model(synthesize(kind, seed=2), source)
     model = _fenced(source, fences, tmp_path) if fences else source
     built = _build(firmware_library, model, tmp_path / "fw", seed=3)
     run = _run(built)
@@ -52,7 +57,7 @@ def test_the_lstm_family_carries_its_state_on_qemu_bit_exact_with_litert(
     # The state carried: a fresh instance's first invoke gives other bytes than the measured ones.
     assert all(sample.outputs != reference[0] for sample in run.samples)
     assert all(len(sample.segment_ticks) == len(fences) + 1 for sample in run.samples)
-    print(f"lstm fences {fences}: invoke ticks {[s.invoke_ticks for s in run.samples]}, segments "
+    print(f"{kind} fences {fences}: invoke ticks {[s.invoke_ticks for s in run.samples]}, segments "
           f"{[s.segment_ticks for s in run.samples]}")  # fmt: skip
 
 
@@ -137,4 +142,14 @@ def test_a_variable_tensor_read_by_another_operator_is_refused_saying_why(tmp_pa
     assert refused.value.refusals[0].reason == (
         "variable tensor 'memory' (state): only the UNIDIRECTIONAL_SEQUENCE_LSTM and SVDF kernels carry variable "
         "tensors"
+    )
+
+
+def test_an_svdf_without_the_relu_litert_requires_is_refused_saying_so(tmp_path: Path) -> None:
+    source = tmp_path / "svdf_none.tflite"
+    save_model(svdf_model(1, 4, 4, 3, 1, SvdfQuant((0.02, 0), (0.05, 0)), activation="NONE"), source)
+    with pytest.raises(ModelRefusedError) as refused:
+        check_admission(source)
+    assert refused.value.refusals[0].reason == (
+        "integer SVDF: fused activation NONE; LiteRT's integer SVDF takes only RELU"
     )

@@ -4,6 +4,9 @@
   with a power-of-two scale, five intermediates; no peephole, CIFG, projection or layer norm): one
   `helia_lstm_s8` call (c/ops_lstm.c), the parameters from heliabuild.kernels.lstm.lstm_params, its scratch
   (the four gates of one row) in the arena.
+- SVDF in TFLite's integer form (int8 input, weights_feature and output, int16 weights_time and activation state
+  with zero point 0, fused RELU, which LiteRT requires and does not apply): one `helia_svdf_s8` call
+  (c/ops_svdf.c), the parameters from heliabuild.kernels.svdf.svdf_params; no scratch.
 
 Their variable tensors are not arena buffers: heliabuild.codegen.layout places them in the carried state region,
 reset by model_init only. `STATE_LOWERINGS` and `STATE_FORMS` are added to the base table by
@@ -28,7 +31,7 @@ from heliabuild.codegen.lowering import (
     _quant,
     _Refusal,
 )
-from heliabuild.kernels import int8, lstm
+from heliabuild.kernels import int8, lstm, svdf
 from heliabuild.model.io import Model
 
 LSTM_INPUTS = 24
@@ -162,12 +165,66 @@ def _lstm(op: OperatorFacts, model: Model) -> KernelCall:
     )  # fmt: skip
 
 
+def _svdf(op: OperatorFacts, model: Model) -> KernelCall:
+    _need(len(op.inputs) == 5, f"{len(op.inputs)} inputs; SVDF has 5")
+    data = _dtype(op.input(0), "int8", "input")
+    feature = _dtype(_constant(op.input(1), "weights_feature"), "int8", "weights_feature")
+    time = _dtype(_constant(op.input(2), "weights_time"), "int16", "weights_time")
+    state = _variable(op.input(4), "int16", "activation state")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(data.shape) == 2 and len(feature.shape) == 2 and len(time.shape) == 2, "SVDF tensors are rank 2")
+    batches, input_size = data.shape
+    filters, memory = time.shape
+    rank = int(op.option("rank", 0) or 0)
+    _need(rank >= 1 and filters % rank == 0, f"rank {rank} does not divide the {filters} filters")
+    _need(tuple(feature.shape) == (filters, input_size), f"weights_feature shape {list(feature.shape)}")
+    _need(tuple(state.shape) == (batches, filters * memory), f"activation state shape {list(state.shape)}")
+    _need(tuple(output.shape) == (batches, filters // rank), f"output shape {list(output.shape)}")
+    feature_q = _quant(feature, "weights_feature")
+    _need(feature_q.zero_point == 0, f"weights_feature {feature.name!r} is not symmetric (zero point 0)")
+    bias = op.input(3)
+    if bias is not None:
+        _dtype(_constant(bias, "bias"), "int32", "bias")
+        _need(bias.element_count == filters // rank, f"bias {bias.name!r} has {bias.element_count} values")
+    try:
+        params = svdf.svdf_params(
+            _quant(data, "input"), feature_q.scale, _quant(time, "weights_time"), _quant(state, "activation state"),
+            _quant(output, "output"), rank, op.fused_activation or "NONE",
+        )  # fmt: skip
+    except int8.Int8KernelError as error:
+        raise _Refusal(error.message) from None
+    return KernelCall.of(
+        op,
+        "helia_svdf_s8",
+        "helia_svdf_s8_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("weights_feature", TensorRef(feature.index)),
+            ("weights_time", TensorRef(time.index)),
+            ("bias", None if bias is None else TensorRef(bias.index)),
+            ("state", TensorRef(state.index)),
+            ("output", TensorRef(output.index)),
+            ("batches", batches),
+            ("input_size", input_size),
+            ("filters", filters),
+            ("memory_size", memory),
+            *((name, getattr(params, name)) for name in ("rank", "input_zero_point", "output_zero_point",
+                                                          "feature_multiplier", "feature_shift", "time_multiplier",
+                                                          "time_shift", "act_min", "act_max")),
+        ),
+        reads=tuple(t.index for t in op.inputs if t is not None),
+        writes=(output.index, state.index),
+    )  # fmt: skip
+
+
 STATE_LOWERINGS: dict[str, Lowering] = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM": _lstm,
+    "SVDF": _svdf,
 }
 """Operator type -> lowering, for the operators whose kernels carry variable tensors across invokes."""
 
 STATE_FORMS: dict[str, str] = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "integer int8 with an int16 cell state (no peephole, projection or layer norm)",
+    "SVDF": "integer int8 with int16 weights_time and state (the fused relu LiteRT requires)",
 }
 """The forms each type of STATE_LOWERINGS admits, as the refusal hint lists them."""

@@ -20,6 +20,7 @@ from heliabuild.synth.networks import chain_network, int8_network, residual_netw
 from heliabuild.synth.recurrent import gru_network
 from heliabuild.synth.single_op import SINGLE_OPS, default_shapes, single_op_model
 from heliabuild.synth.stateful import counter_model
+from heliabuild.synth.svdf import svdf_network
 
 _DTYPE_SUFFIX = {"float32": "f32", "float16": "f16", "int32": "i32"}
 _SINGLE_OP_KINDS: tuple[tuple[str, str], ...] = (
@@ -89,6 +90,11 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "cell state carried across invokes) -> STRIDED_SLICE (last step) -> FULLY_CONNECTED -> SOFTMAX (4 ops)",
         lstm_network,
     ),
+    "svdf": (
+        "int8 streaming keyword model [1,16] (one frame an invoke) -> SVDF (integer, 16 filters, memory 8, "
+        "variable activation state carried across invokes) -> FULLY_CONNECTED -> SOFTMAX (3 ops)",
+        svdf_network,
+    ),
     "counter": (
         "float32 stateful model: a CALL_ONCE init subgraph sets a resource variable to 0, each invoke adds 1 "
         "and returns x + counter + bias (for the acquisition lifecycle: carry keeps the state)",
@@ -129,7 +135,7 @@ KINDS: dict[str, str] = {name: description for name, (description, _build) in _B
 SEEDED_KINDS: frozenset[str] = frozenset(
     {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"}
     | {"mobilenet_v3_block", "transformer", "unet_decoder"}
-    | {"gru", "mobilenet_v2", "lstm"}
+    | {"gru", "mobilenet_v2", "lstm", "svdf"}
 )
 
 
