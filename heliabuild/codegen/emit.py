@@ -14,10 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heliabuild.codegen.layout import Layout, scratch_buffer
-from heliabuild.codegen.lowering import (
+from heliabuild.codegen.calls import (
     ByteValue,
-    CodegenError,
     Field,
     InlineInts,
     IntArray,
@@ -26,6 +24,8 @@ from heliabuild.codegen.lowering import (
     TensorRef,
     TensorTable,
 )
+from heliabuild.codegen.layout import Layout, scratch_buffer
+from heliabuild.codegen.lowering import CodegenError
 from heliabuild.model.io import Model
 
 _CTYPES = {0: "float", 1: "uint16_t", 2: "int32_t", 3: "uint8_t", 4: "int64_t", 6: "uint8_t", 7: "int16_t", 9: "int8_t"}

@@ -26,7 +26,8 @@ from heliabuild.aot.facts import storage_roots
 from heliabuild.aot.planner import constant_ids
 from heliabuild.aot.records import OptimizationPlan
 from heliabuild.codegen.arena import ArenaError, Buffer, Placement, fixed_arena, plan_arena
-from heliabuild.codegen.lowering import CodegenError, KernelCall
+from heliabuild.codegen.calls import KernelCall
+from heliabuild.codegen.lowering import CodegenError
 from heliabuild.fence.contract import ELEMENT_BYTES
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, offline_allocation

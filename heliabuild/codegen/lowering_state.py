@@ -18,19 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from heliabuild.aot.facts import OperatorFacts, TensorFacts
-from heliabuild.codegen.lowering import (
-    InlineInts,
-    IntArray,
-    KernelCall,
-    Lowering,
-    ScratchRef,
-    TensorRef,
-    _constant,
-    _dtype,
-    _need,
-    _quant,
-    _Refusal,
-)
+from heliabuild.codegen.calls import InlineInts, IntArray, KernelCall, Lowering, ScratchRef, TensorRef
+from heliabuild.codegen.operands import _constant, _dtype, _need, _quant, _Refusal
 from heliabuild.kernels import int8, lstm, svdf
 from heliabuild.model.io import Model
 

@@ -62,13 +62,14 @@ def _weights(
     axis: int,
     bias: np.ndarray | None,
     input_scale: float,
+    bias_dtype: type = np.int32,
 ) -> list[int]:
     scales = np.asarray(filter_scales, np.float32).reshape(-1)
     f = builder.constant("filter", filter.astype(np.int8), quantization_parameters(scales, [0] * scales.size, axis))
     if bias is None:
         return [f]
     bias_scales = (np.float32(input_scale) * scales).astype(np.float32)
-    b = builder.constant("bias", bias.astype(np.int32), quantization_parameters(bias_scales, [0] * scales.size, 0))
+    b = builder.constant("bias", bias.astype(bias_dtype), quantization_parameters(bias_scales, [0] * scales.size, 0))
     return [f, b]
 
 

@@ -464,6 +464,9 @@ helia_status helia_mul_s16_check(const helia_binary_s16_args *args);
 helia_status helia_mul_s16_run(const helia_binary_s16_args *args);
 helia_status helia_mul_s16(const helia_binary_s16_args *args);
 
+/* The other int16 (16x8) kernels: FULLY_CONNECTED, CONV_2D, LOGISTIC, TANH, SOFTMAX. */
+#include "helia_ops_int16.h"
+
 /* ---- int8 SQUARED_DIFFERENCE (ops_arith.c), NumPy broadcasting over rank <= 6 ------------------------
  * helia_binary_s8_args: left_shift 7, both input multipliers and the output multiplier below one (shifts
  * <= 0); act_min/act_max the int8 range. */

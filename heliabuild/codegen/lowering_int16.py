@@ -1,0 +1,193 @@
+"""Lowering of the TFLite converter's int16 (16x8) forms beyond ADD and MUL: FULLY_CONNECTED and CONV_2D (int16
+activations with zero point 0, int8 symmetric weights, int64 bias) to `c/ops_int16_conv.c`, and LOGISTIC, TANH
+and SOFTMAX (int16, output scale 2^-15) to `c/ops_int16_lut.c`, their tables emitted beside the call. The
+parameters are heliabuild.kernels.int16's, the derivation its bit-exactness tests use against LiteRT.
+
+`INT16_LOWERINGS` replaces the base table's entry of each of these types by one that takes the int16 form
+here and hands every other form to the base lowering; `INT16_FORMS` states the forms. Both are joined to the
+base table by heliabuild.codegen.module.kernel_tables.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from heliabuild.aot.facts import OperatorFacts, TensorFacts
+from heliabuild.codegen.calls import Field, IntArray, KernelCall, Lowering, TensorRef
+from heliabuild.codegen.lowering import _LOWERINGS
+from heliabuild.codegen.lowering_conv import _filter_scales, _multiplier_fields
+from heliabuild.codegen.operands import _activation, _constant, _dtype, _need, _quant
+from heliabuild.kernels import int16
+from heliabuild.model.io import Model
+
+_INT16 = "int16"
+
+
+def _bias_s16(op: OperatorFacts, channels: int) -> TensorRef | None:
+    bias = op.input(2)
+    if bias is None:
+        return None
+    _dtype(_constant(bias, "bias"), "int64", "bias")
+    _need(bias.element_count == channels, f"bias {bias.name!r} has {bias.element_count} values for {channels} channels")
+    return TensorRef(bias.index)
+
+
+def _weighted_operands(op: OperatorFacts) -> tuple[TensorFacts, TensorFacts, TensorFacts]:
+    data = _dtype(op.input(0), _INT16, "input")
+    weights = _dtype(_constant(op.input(1), "weights"), "int8", "weights")
+    output = _dtype(op.output, _INT16, "output")
+    return data, weights, output
+
+
+def _per_channel(multipliers: np.ndarray, shifts: np.ndarray) -> bool:
+    return len(set(zip(multipliers.tolist(), shifts.tolist(), strict=True))) > 1
+
+
+def _fully_connected_s16(op: OperatorFacts) -> KernelCall:
+    data, weights, output = _weighted_operands(op)
+    _need(len(weights.shape) == 2, "weights must be rank 2 [output_depth, depth]")
+    scales = _filter_scales(weights, weights.shape[0], 0)
+    params = int16.fully_connected_s16_params(
+        data.element_count, weights.shape, _quant(data, "input"), scales, _quant(output, "output"), _activation(op)
+    )
+    _need(
+        output.element_count == params.batches * params.output_depth,
+        f"output {output.name!r} has {output.element_count} elements, expected {params.batches * params.output_depth}",
+    )
+    return KernelCall.of(
+        op,
+        "helia_fully_connected_s16",
+        "helia_fully_connected_s16_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("filter", TensorRef(weights.index)),
+            ("bias", _bias_s16(op, params.output_depth)),
+            *_multiplier_fields(params.multipliers, params.shifts, _per_channel(params.multipliers, params.shifts)),
+            ("output", TensorRef(output.index)),
+            ("batches", params.batches),
+            ("depth", params.depth),
+            ("output_depth", params.output_depth),
+            ("act_min", params.act_min),
+            ("act_max", params.act_max),
+        ),
+        reads=tuple(t.index for t in op.inputs if t is not None),
+        writes=(output.index,),
+    )
+
+
+def _conv_s16(op: OperatorFacts) -> KernelCall:
+    data, weights, output = _weighted_operands(op)
+    _need(len(data.shape) == 4 and len(weights.shape) == 4, "input and weights must be rank 4 (NHWC)")
+    _need(weights.shape[3] == data.shape[3], "grouped convolution (filter depth below input depth) has no kernel")
+    params = int16.conv_s16_params(
+        data.shape, weights.shape, _quant(data, "input"), _filter_scales(weights, weights.shape[0], 0),
+        _quant(output, "output"), stride=op.stride or (1, 1), dilation=op.dilation or (1, 1),
+        padding=op.padding or "VALID", activation=_activation(op),
+    )  # fmt: skip
+    _need(tuple(params.output_shape) == tuple(output.shape), f"output shape {list(output.shape)} does not match")
+    n, h, w, c = params.input_shape
+    _, oh, ow, oc = params.output_shape
+    fields: tuple[tuple[str, Field], ...] = (
+        ("input", TensorRef(data.index)),
+        ("filter", TensorRef(weights.index)),
+        ("bias", _bias_s16(op, oc)),
+        *_multiplier_fields(params.multipliers, params.shifts, _per_channel(params.multipliers, params.shifts)),
+        ("output", TensorRef(output.index)),
+        ("batches", n),
+        ("input_h", h),
+        ("input_w", w),
+        ("input_c", c),
+        ("filter_h", weights.shape[1]),
+        ("filter_w", weights.shape[2]),
+        ("output_h", oh),
+        ("output_w", ow),
+        ("output_c", oc),
+        ("stride_h", params.stride[0]),
+        ("stride_w", params.stride[1]),
+        ("dilation_h", params.dilation[0]),
+        ("dilation_w", params.dilation[1]),
+        ("pad_top", params.pad[0]),
+        ("pad_left", params.pad[1]),
+        ("act_min", params.act_min),
+        ("act_max", params.act_max),
+    )
+    return KernelCall.of(
+        op,
+        "helia_conv2d_s16",
+        "helia_conv_s16_args",
+        fields=fields,
+        reads=tuple(t.index for t in op.inputs if t is not None),
+        writes=(output.index,),
+    )
+
+
+def _unary_operands(op: OperatorFacts) -> tuple[TensorFacts, TensorFacts]:
+    data = _dtype(op.input(0), _INT16, "input")
+    output = _dtype(op.output, _INT16, "output")
+    _need(tuple(data.shape) == tuple(output.shape), f"{op.op_type} input and output shapes differ")
+    return data, output
+
+
+def _sigmoid_s16(op: OperatorFacts) -> KernelCall:
+    data, output = _unary_operands(op)
+    params = int16.sigmoid_s16_params(op.op_type, _quant(data, "input"), _quant(output, "output"))
+    return KernelCall.of(
+        op,
+        f"helia_{op.op_type.lower()}_s16",
+        "helia_sigmoid_s16_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("count", data.element_count),
+            ("table", IntArray("uint16_t", tuple(int(v) for v in int16.sigmoid_table()))),
+            ("input_multiplier", params.input_multiplier),
+            ("input_left_shift", params.input_left_shift),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _softmax_s16(op: OperatorFacts) -> KernelCall:
+    data, output = _unary_operands(op)
+    params = int16.softmax_s16_params(_quant(data, "input"), _quant(output, "output"), float(op.option("beta", 1.0)))
+    depth = data.shape[-1] if data.shape else 1
+    exp_table, reciprocal_table = int16.softmax_tables()
+    return KernelCall.of(
+        op,
+        "helia_softmax_s16",
+        "helia_softmax_s16_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("rows", data.element_count // max(depth, 1)),
+            ("depth", depth),
+            ("input_multiplier", params.input_multiplier),
+            ("input_shift", params.input_shift),
+            ("exp_table", IntArray("int16_t", tuple(int(v) for v in exp_table))),
+            ("reciprocal_table", IntArray("int16_t", tuple(int(v) for v in reciprocal_table))),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _int16_or_base(op_type: str, lower_int16: Lowering) -> Lowering:
+    """The int16 form to `lower_int16`, every other form to the base table's lowering of `op_type`."""
+    base = _LOWERINGS[op_type]
+
+    def lower(op: OperatorFacts, model: Model) -> KernelCall:
+        first = op.input(0)
+        return (lower_int16 if first is not None and first.dtype == _INT16 else base)(op, model)
+
+    return lower
+
+
+INT16_LOWERINGS: dict[str, Lowering] = {
+    "FULLY_CONNECTED": _int16_or_base("FULLY_CONNECTED", lambda op, _: _fully_connected_s16(op)),
+    "CONV_2D": _int16_or_base("CONV_2D", lambda op, _: _conv_s16(op)),
+    **{name: _int16_or_base(name, lambda op, _: _sigmoid_s16(op)) for name in ("LOGISTIC", "TANH")},
+    "SOFTMAX": _int16_or_base("SOFTMAX", lambda op, _: _softmax_s16(op)),
+}
+INT16_FORMS: dict[str, str] = dict.fromkeys(INT16_LOWERINGS, "int8 and int16 (16x8)")
+"""The forms of INT16_LOWERINGS' types, base forms included (a test keeps the keys equal)."""
