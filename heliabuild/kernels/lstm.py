@@ -126,7 +126,7 @@ class LstmArgs(ctypes.Structure):
         *[(f"recurrent_{g}_gate_bias", _I32) for g in GATE_NAMES],
         *[(name, _GATES4) for name in ("input_multipliers", "input_shifts", "recurrent_multipliers",
                                        "recurrent_shifts")],
-        ("output_state", _I8), ("cell_state", _I16), ("output", _I8), ("scratch", _I8),
+        ("output_state", _I8), ("cell_state", _I16), ("output", _I8), ("scratch", ctypes.c_void_p),
         *[(name, ctypes.c_int32) for name in ("scratch_bytes", "batches", "time_steps", "input_size", "units",
                                               "time_major", "cell_log2", "cell_clip", "hidden_multiplier",
                                               "hidden_shift", "hidden_zero_point")],
@@ -167,16 +167,18 @@ class LstmKernels(Int8Kernels):
         units = int(output_state.shape[-1])
         weights = [_c_array(w, "int8") for w in (*input_weights, *recurrent_weights)]
         biases = [_c_array(b, "int32") for b in (*params.input_biases, *params.recurrent_biases)]
-        scratch = np.zeros(scratch_bytes(units), np.int8)
+        scratch = np.zeros(scratch_bytes(units) // 2, np.int16)
         out_shape = (steps, batches, units) if time_major else (batches, steps, units)
         out = np.zeros(out_shape, np.int8)
         args = LstmArgs(
             _pointer(data, _I8), *(_pointer(w, _I8) for w in weights), *(_pointer(b, _I32) for b in biases),
             _GATES4(*params.input_multipliers), _GATES4(*params.input_shifts),
             _GATES4(*params.recurrent_multipliers), _GATES4(*params.recurrent_shifts),
-            _pointer(output_state, _I8), _pointer(cell_state, _I16), _pointer(out, _I8), _pointer(scratch, _I8),
-            scratch.size, batches, steps, int(data.shape[2]), units, int(time_major), params.cell_log2,
+            _pointer(output_state, _I8), _pointer(cell_state, _I16), _pointer(out, _I8),
+            _pointer(scratch, ctypes.c_void_p),
+            scratch.nbytes, batches, steps, int(data.shape[2]), units, int(time_major), params.cell_log2,
             params.cell_clip, params.hidden_multiplier, params.hidden_shift, params.hidden_zero_point,
         )  # fmt: skip
-        self._call("helia_lstm_s8", args, arrays=(data, *weights, *biases, scratch, output_state, cell_state, out))
+        arrays = (data, *weights, *biases, scratch, output_state, cell_state, out)
+        self._call("helia_lstm_s8", args, arrays=arrays, written=4)
         return out

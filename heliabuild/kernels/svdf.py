@@ -122,5 +122,5 @@ class SvdfKernels(Int8Kernels):
             *(getattr(params, name) for name, _ in SvdfArgs._fields_[10:]),
         )  # fmt: skip
         arrays = [a for a in (data, feature, time, bias_array) if a is not None]
-        self._call("helia_svdf_s8", args, arrays=(*arrays, state, out))
+        self._call("helia_svdf_s8", args, arrays=(*arrays, state, out), written=2)
         return out

@@ -665,7 +665,7 @@ typedef struct helia_lstm_s8_args {
     int8_t *output_state;        /* [batches, units], carried */
     int16_t *cell_state;         /* [batches, units], carried, 2-byte aligned */
     int8_t *output;              /* like input with units for input_size */
-    int8_t *scratch;             /* 8 x units bytes, 2-byte aligned */
+    void *scratch;               /* 8 x units bytes, 2-byte aligned */
     int32_t scratch_bytes;
     int32_t batches;
     int32_t time_steps;

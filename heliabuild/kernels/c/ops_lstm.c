@@ -282,7 +282,7 @@ static void one_step(const helia_lstm_s8_args *args, const int8_t *x, int8_t *h,
 
 helia_status helia_lstm_s8_run(const helia_lstm_s8_args *args)
 {
-    int16_t *gates = (int16_t *)(void *)args->scratch;
+    int16_t *gates = (int16_t *)args->scratch;
     int32_t b;
     int32_t t;
     for (b = 0; b < args->batches; ++b) {
