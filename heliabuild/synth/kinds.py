@@ -104,6 +104,15 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "float32 model with a resource variable reset to 0 on every invoke and no CALL_ONCE",
         partial(counter_model, call_once=False),
     ),
+    "counter_int8": (
+        "the counter model in int8 (the module generator's form): CALL_ONCE sets the resource variable to 0, each "
+        "invoke adds 1 and returns x + counter + bias",
+        partial(counter_model, int8=True),
+    ),
+    "counter_int8_no_init": (
+        "the int8 counter model without CALL_ONCE: the resource variable is assigned 0 before every read",
+        partial(counter_model, call_once=False, int8=True),
+    ),
     "large": (
         "benchmark model: int8 residual chain of 998 ops (CONV_2D, ADD) with about 50 MB of weights; "
         "loads in LiteRT, not meant for Vela",
@@ -133,7 +142,8 @@ for _op, _dtype in _SINGLE_OP_KINDS:
 
 KINDS: dict[str, str] = {name: description for name, (description, _build) in _BUILDERS.items()}
 SEEDED_KINDS: frozenset[str] = frozenset(
-    {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"}
+    {"chain", "kws", "residual", "random", "counter", "counter_no_init", "counter_int8", "counter_int8_no_init"}
+    | {"large"}
     | {"mobilenet_v3_block", "transformer", "unet_decoder"}
     | {"gru", "mobilenet_v2", "lstm", "svdf"}
 )
