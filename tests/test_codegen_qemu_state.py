@@ -184,6 +184,7 @@ def test_resource_variables_carry_on_qemu_bit_exact_with_litert(
     run = _run(built)
     reference = _assert_matches_carried_reference(source, built.fills, run)
     carried = [list(sample.outputs) != reference[0] for sample in run.samples]
+    print(f"{kind}: invoke ticks {[s.invoke_ticks for s in run.samples]}")
     assert carried == ([True, True] if kind == "counter_int8" else [False, False])
 
 
