@@ -7,7 +7,7 @@ float32 scales as LiteRT prepares them, and its binding (docs/kernels.md, "Integ
   Q3.12), products and quotient in float32 as LiteRT computes them, then TFLite's QuantizeMultiplier;
 - the hidden multiplier of 2^-15 / hidden_scale * 2^-15 (o times tanh(c), both Q0.15, to the hidden state);
 - the effective biases: the gate bias minus input_zp times each weight row's sum on the input side, minus
-  output_state_zp times each recurrent row's sum on the recurrent side;
+  output_state_zp times each recurrent row's sum on the recurrent side (int32, wrapping);
 - the cell state's scale as a power of two and the cell clip in cell-state codes.
 
 Refused (Int8KernelError): a cell scale that is not a power of two in [2^-15, 2^-9], a hidden intermediate
@@ -25,7 +25,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from heliabuild.kernels.int8 import _I8, Int8KernelError, Int8Kernels, Quant, _c_array, _pointer, quantize_multiplier
+from heliabuild.kernels.int8 import (
+    _I8,
+    Int8KernelError,
+    Int8Kernels,
+    Quant,
+    _c_array,
+    _pointer,
+    _wrap32,
+    quantize_multiplier,
+)
 
 GATE_SCALE = 2.0**-12
 CELL_LOG2_RANGE = (-15, -9)
@@ -89,8 +98,10 @@ def lstm_params(
         folded = -int(input_quant.zero_point) * w.astype(np.int64).sum(axis=1)
         if bias is not None:
             folded = folded + bias.astype(np.int64)
-        input_b.append(tuple(int(v) for v in folded))
-        recurrent_b.append(tuple(int(v) for v in -int(state_quant.zero_point) * u.astype(np.int64).sum(axis=1)))
+        input_b.append(tuple(_wrap32(int(v)) for v in folded))
+        recurrent_b.append(
+            tuple(_wrap32(int(v)) for v in -int(state_quant.zero_point) * u.astype(np.int64).sum(axis=1))
+        )
     hidden_real = _F32(2.0**-15 / float(_F32(hidden_quant.scale)) * 2.0**-15)
     hidden_multiplier, hidden_shift = quantize_multiplier(float(hidden_real))
     clip = 0
