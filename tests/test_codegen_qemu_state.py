@@ -240,3 +240,43 @@ def test_a_call_once_value_is_copied_into_the_carried_state_by_model_init(tmp_pa
     init, run = text.split("helia_model_result net_model_run(helia_model_context *ctx)\n{")
     assert "static const uint8_t state_initial_0[1] = {\n    128,\n};" in text  # 0.0 at scale 1/8, zero point -128
     assert "memcpy(&state[0], state_initial_0, 1u);" in init and "state_initial_0" not in run
+
+
+@pytest.mark.parametrize(("kind", "kernel"), [("lstm", "ops_lstm.c"), ("svdf", "ops_svdf.c")])
+def test_a_stateful_export_carries_its_kernel_and_compiles(tmp_path: Path, kind: str, kernel: str) -> None:
+    """`heliabuild module` derives the kernel sources from the calls: the export holds the stateful kernel's file
+    and every source compiles with the export's own flags."""
+    import subprocess
+
+    from conftest import require_firmware_tools
+
+    from heliabuild.module.export import compiler_flags, export_module
+
+    require_firmware_tools()
+    source = tmp_path / f"{kind}.tflite"
+    save_model(synthesize(kind, seed=1), source)
+    write_plan(source, tmp_path / "plan", "net", "mps3_an547")
+    folder = tmp_path / "module"
+    export_module(source, tmp_path / "plan" / "net_plan.json", folder)
+    sources = sorted((folder / "src").glob("*.c"))
+    assert kernel in {path.name for path in sources}
+    for path in sources:
+        compiled = subprocess.run(
+            ["arm-none-eabi-gcc", *compiler_flags(), "-I", str(folder / "include"), "-I", str(folder / "src"),
+             "-c", str(path), "-o", str(tmp_path / f"{path.stem}.o")],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert compiled.returncode == 0, compiled.stderr[-2000:]
+
+
+def test_a_time_major_batched_lstm_with_a_state_zero_point_carries_on_qemu(
+    firmware_library: Path, tmp_path: Path
+) -> None:
+    """The output state resets to its zero point (-7), not to 0, in model_init, as LiteRT resets it."""
+    quant = LstmQuant((0.02, 3), (0.01, -7), -12, (0.03, 0.02, 0.04, 0.03), (0.02, 0.03, 0.02, 0.04), 2.0)
+    source = tmp_path / "lstm_op.tflite"
+    save_model(lstm_model((3, 2, 5), 6, quant, seed=5, time_major=True), source)
+    built = _build(firmware_library, source, tmp_path / "fw", seed=6)
+    run = _run(built)
+    reference = _assert_matches_carried_reference(source, built.fills, run)
+    assert all(list(sample.outputs) != reference[0] for sample in run.samples)
