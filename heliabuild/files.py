@@ -36,16 +36,36 @@ def json_text(document: Any) -> str:
     return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
+_OPERATION_NOTE = "heliabuild could not: "
+
+
 @contextlib.contextmanager
-def errors_naming(path: str | os.PathLike[str]) -> Iterator[None]:
+def errors_naming(path: str | os.PathLike[str], operation: str = "write") -> Iterator[None]:
     """Re-raise an OSError of the block as the same error naming `path`, the user's target, instead of the
-    temporary file or folder it happened on (so a read-only folder is reported as the path the user gave)."""
+    temporary file or folder it happened on (so a read-only folder is reported as the path the user gave),
+    noted with the `operation` that failed (failed_operation)."""
     try:
         yield
     except OSError as failure:
         if failure.errno is None:
             raise
-        raise OSError(failure.errno, failure.strerror, str(path)) from None
+        named = OSError(failure.errno, failure.strerror, str(path))
+        note_operation(named, operation)
+        raise named from None
+
+
+def note_operation(error: OSError, operation: str) -> None:
+    """Note on `error` the operation that failed (`write`, `create the folder`), unless one is noted."""
+    if failed_operation(error) is None:
+        error.add_note(f"{_OPERATION_NOTE}{operation}")
+
+
+def failed_operation(error: BaseException) -> str | None:
+    """The operation noted on `error` (note_operation), or None."""
+    for note in getattr(error, "__notes__", ()):
+        if isinstance(note, str) and note.startswith(_OPERATION_NOTE):
+            return note.removeprefix(_OPERATION_NOTE)
+    return None
 
 
 def make_folders(path: str | os.PathLike[str]) -> list[Path]:
@@ -63,8 +83,10 @@ def make_folders(path: str | os.PathLike[str]) -> list[Path]:
                     raise
                 continue
             created.append(folder)
-    except BaseException:
+    except BaseException as failure:
         remove_folders(created)
+        if isinstance(failure, OSError):
+            note_operation(failure, "create the folder")
         raise
     return created
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from heliabuild.cli import AOT_DEFAULT_PLATFORM
+from heliabuild.cli.aot_plan import AOT_DEFAULT_PLATFORM
 from heliabuild.model import save_model
 from heliabuild.scons import aot as scons_aot
 from heliabuild.synth import chain_network

@@ -96,9 +96,9 @@ def test_an_uncaught_exception_exits_1_apart_from_every_other_status(tmp_path: P
     """An internal fault (here a command made to raise a bug's ZeroDivisionError) is Python's own exit 1 with
     its traceback: no status a user's mistake, a refused verification or a regression gives."""
     script = (
-        "import sys, heliabuild.cli as cli\n"
+        "import sys, heliabuild.cli as cli, heliabuild.cli.ops as ops\n"
         "def broken(args):\n    return 1 // 0\n"
-        "cli._command_ops = broken\n"
+        "ops.run_command = broken\n"
         "sys.exit(cli.main(['ops', 'x.tflite']))\n"
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=False)

@@ -120,3 +120,26 @@ def test_a_failed_vela_removes_the_folders_it_created(cli, model: Path, tmp_path
     result = cli("vela", model, "-o", tmp_path / "a" / "b" / "out", "--", "--arena-cache-size", "lots")
     assert_one_line_error(result, "Vela failed")
     assert snapshot(tmp_path) == before
+
+
+def test_an_os_error_says_what_failed_from_the_exception(cli, tmp_path: Path, monkeypatch) -> None:
+    """An OSError no verb turned into a HeliaError names its path or paths and the system's reason, and the
+    operation only where heliabuild noted it (heliabuild.files.errors_naming notes `write`): an error of a
+    read, a move or the terminal is never reported as `cannot write`."""
+    import heliabuild.cli.synth as synth
+
+    source, target = tmp_path / "a", tmp_path / "b"
+    for error, line in (
+        (OSError(errno.EXDEV, "Invalid cross-device link", str(source), None, str(target)), f"{source} -> {target}"),
+        (IsADirectoryError(errno.EISDIR, "Is a directory", str(source)), f"{source}"),
+        (BrokenPipeError(errno.EPIPE, "Broken pipe"), None),
+    ):
+
+        def fail(args: object, error: OSError = error) -> int:
+            raise error
+
+        monkeypatch.setattr(synth, "run_command", fail)
+        found = assert_one_line_error(cli("synth", "chain", "-o", target))
+        reason = error.strerror
+        assert found == (f"heliabuild: error: {line}: {reason}" if line else f"heliabuild: error: {reason}")
+        assert "cannot write" not in found

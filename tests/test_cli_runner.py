@@ -119,7 +119,8 @@ def test_show_labels_every_sample_and_plots(cli, bundle: tuple[Path, Path], tmp_
     for label in ("sample 0", "sample 1", "sample 2", "acquisition carry: 1 warmup, 3 measured", "segments"):
         assert label in result.out
     assert result.out.splitlines()[-1] == f"heliabuild: plot {tmp_path / 'plot.svg'}"
-    assert (tmp_path / "plot.svg").read_text(encoding="utf-8").startswith("<svg")
+    svg = (tmp_path / "plot.svg").read_text(encoding="utf-8")
+    assert svg.startswith("<?xml") and "<svg" in svg and "measured (host time, LiteRT, n=3): per sample" in svg
 
 
 def test_export_samples_and_statistics(cli, bundle: tuple[Path, Path]) -> None:

@@ -17,7 +17,7 @@ import pytest
 from helpers.checks import assert_not_written, assert_one_line_error
 from helpers.tflite import mixed_model
 
-from heliabuild.cli import VELA_DEFAULT_ACCELERATOR, VELA_OPTIMISE_CHOICES
+from heliabuild.cli.vela_options import VELA_DEFAULT_ACCELERATOR, VELA_OPTIMISE_CHOICES
 from heliabuild.fence import FencePlan, load_plan, rewrite_model_with_fences
 from heliabuild.files import json_text
 from heliabuild.model import load_model, model_sha256, save_model
@@ -345,7 +345,7 @@ def test_vela_sidecar_of_another_model(cli, tmp_path: Path) -> None:
 def test_vela_output_is_a_file(cli, tmp_path: Path, model_file: Path) -> None:
     out = tmp_path / "out"
     out.write_text("not a folder", encoding="utf-8")
-    assert_one_line_error(cli("vela", model_file, "-o", out), str(out), "cannot write")
+    assert_one_line_error(cli("vela", model_file, "-o", out), f"{out}: cannot create the folder: File exists")
     assert out.read_text(encoding="utf-8") == "not a folder"
 
 

@@ -124,7 +124,8 @@ def test_good_run_publishes_per_segment_counters(
     assert document["provider_versions"]["mlia-ethos-u"] == distribution.version
     facts = acquisition_facts(result)
     assert facts is not None and facts.counter_scope == "npu_callbacks"
-    from heliabuild.results.export import export, show
+    from heliabuild.results.export import export
+    from heliabuild.results.show import show
 
     assert "segment_traffic_beats.0" in show(result_json.parent)
     assert json.loads(export(result_json.parent, fields="samples", fmt="json"))[0]["segment_traffic_beats"] == beats

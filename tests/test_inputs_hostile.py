@@ -35,9 +35,8 @@ from heliabuild.fence import load_plan, load_sidecar, rewrite_model_with_fences
 from heliabuild.fence.plan import Fence, FencePlan
 from heliabuild.model import load_model, model_sha256, save_model
 from heliabuild.runner.freeze import build_runner, load_runner
-from heliabuild.runner.policy import load_policy
+from heliabuild.runner.policy import load_policy, scan_policy_file
 from heliabuild.runner.segments import cut_segments
-from heliabuild.scons.runner import _read_policy_document
 from heliabuild.synth import chain_network
 from heliabuild.vela import compile
 from heliabuild.vela.per_layer import read_per_layer
@@ -371,7 +370,7 @@ def test_the_sconscript_policy_reader_gives_up_quietly(tmp_path: Path, case: str
     """While the SConscripts are read, a hostile policy is left for the action to report: None, or what YAML reads
     in it (`NaN` is a string there, a JSON list a list), never an exception."""
     path = hostile_file(tmp_path, case, "policy.yaml")
-    document = _read_policy_document(str(path))
+    document = scan_policy_file(str(path))
     assert document is None or isinstance(document, dict | list), document
 
 

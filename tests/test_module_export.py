@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from heliabuild import __version__
 from heliabuild.aot.config import AotConfig
 from heliabuild.aot.stage import write_plan
-from heliabuild.codegen.lowering import KernelCall
+from heliabuild.codegen.calls import KernelCall
 from heliabuild.files import sha256_bytes, sha256_file
 from heliabuild.firmware.toolchain import C_FLAGS, CPU_FLAGS
 from heliabuild.model import save_model

@@ -1,4 +1,4 @@
-"""`show`, `export` and the SVG plot of a verified bundle."""
+"""`show` and `export` of a verified bundle."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from test_results_bundle import make_bundle
 
 from heliabuild.errors import ResultError
-from heliabuild.results.export import export, plot_svg, show
-from heliabuild.results.reader import load_result
+from heliabuild.results.export import export
+from heliabuild.results.show import show
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def bundle(tmp_path: Path) -> Path:
 
 def test_show_labels_segments_and_every_sample(bundle: Path) -> None:
     text = show(bundle)
-    assert "segments (estimated cycles" in text and "0..3" in text and "4..7" in text
+    assert "segments (Vela NPU estimate" in text and "0..3" in text and "4..7" in text
     for i in range(3):
         assert f"sample {i}" in text
     assert "Identity:0:" in text and "carry: 1 warmup, 3 measured" in text
@@ -65,9 +65,3 @@ def test_show_refuses_a_tampered_bundle(bundle: Path) -> None:
     (bundle / "run_summary.csv").write_text("index\n")
     with pytest.raises(ResultError, match=r"run_summary\.csv: sha256"):
         show(bundle)
-
-
-def test_plot_svg(bundle: Path, tmp_path: Path) -> None:
-    target = plot_svg(load_result(bundle), tmp_path / "plot.svg")
-    text = target.read_text()
-    assert text.startswith("<svg") and text.count("<rect") == 5 and "seg 1" in text and "sample 2" in text

@@ -1,6 +1,8 @@
-"""`heliabuild show`: per-figure median, mean, min/max and spread, flagged above 10% of the median, estimates
-and measurements in separate columns; `show --plot`: axes with tick values, value labels, thinned x labels,
-and the refusal of a plot it cannot write (nothing written)."""
+"""`heliabuild show`: each backend's own figure (instructions on qemu-m55, NPU cycles and beats on an FVP, host
+time on litert) named with what measured it and n, in us/ms and whole numbers, with median, mean, min/max and
+spread, flagged above 10% of the median; estimates and measurements in separate columns; `show --plot`: one
+matplotlib path for SVG and PNG, a panel per measured figure of the backend, axis titles, a median line, no
+overlapping labels at many samples, deterministic files, and the refusal of a plot it cannot write."""
 
 from __future__ import annotations
 
@@ -10,34 +12,149 @@ from pathlib import Path
 
 from helpers.checks import assert_not_written, assert_one_line_error
 from helpers.skips import require_module
-from test_results_compare import hand_made
+from test_results_compare import MODEL_A, SEGMENTS, hand_made
+
+from heliabuild.results.bundle import Sample, signatures_of, write_bundle
+from heliabuild.results.receipt import Receipt
+
+SCOPES = {
+    "qemu-m55": {"instructions": "qemu_icount"},
+    "fvp": {"cycles": "npu_callbacks", "traffic_beats": "npu_callbacks"},
+}
 
 
-def test_show_summarises_every_measured_figure_and_flags_a_wide_spread(cli, tmp_path: Path) -> None:
-    bundle = hand_made(tmp_path / "run", [0.001, 0.003, 0.0011])
+def counted(target: Path, backend: str, totals: list[int]) -> Path:
+    """A verified bundle of `backend` (qemu-m55: instructions; fvp: NPU cycles and traffic beats), one sample per
+    total, split 3:1 between the two segments, as those backends measure."""
+    samples, outputs = [], []
+    for index, total in enumerate(totals):
+        out = [("out", bytes([index]))]
+        split = {"total": total, "segments": [total * 3 // 4, total - total * 3 // 4]}
+        figures = (
+            {"instructions": split}
+            if backend == "qemu-m55"
+            else {"cycles": split, "traffic_beats": total // 8, "segment_traffic_beats": [total // 8, 0]}
+        )
+        samples.append(Sample(index=index, signatures=signatures_of(out), **figures))
+        outputs.append(out)
+    write_bundle(
+        target,
+        runner_info={"sha256": "c" * 64, "format": 2},
+        run_identity={
+            "runner_sha256": "c" * 64,
+            "model_sha256": MODEL_A,
+            "backend": backend,
+            "policy": {"state": "carry", "warmup_invokes": 0, "measured_invokes": len(totals)},
+        },
+        receipt=Receipt("carry", 0, len(totals), "before_measurement", None),
+        samples=samples,
+        output_bytes=outputs,
+        segments=SEGMENTS,
+        provider_versions={"ai-edge-litert": "1.2.0", "heliabuild": "0.1.0"},
+        created_at=None,
+        scopes=SCOPES[backend],
+        runtime="aot",
+    )
+    return target
+
+
+def section(text: str, title: str) -> list[list[str]]:
+    """The rows of the table under the line starting with `title`, each split at runs of 2+ spaces."""
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith(title))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.strip() or line.startswith("note: "):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
+
+
+def test_show_of_litert_names_host_time_with_n_in_us_and_flags_a_wide_spread(cli, tmp_path: Path) -> None:
+    bundle = hand_made(tmp_path / "run", [0.000612089, 7.96785e-05, 0.0011])
     result = cli("show", bundle)
     assert result.code == 0, result.err
-    lines = result.out.splitlines()
-    title = "measurements (over the samples; spread = max - min, ! where it exceeds 10% of the median)"
-    start = lines.index(title)
-    header = ["figure", "count", "median", "mean", "min", "max", "spread", "of", "median", "flag"]
-    assert lines[start + 1].split() == header
-    rows = {line.split()[0]: line.split() for line in lines[start + 3 : start + 4]}
-    assert rows["latency_s"] == ["latency_s", "3", "0.0011", "0.0017", "0.001", "0.003", "0.002", "181.8%", "!"]
+    rows = section(result.out, "measurements (over the samples; spread = max - min, ! where it exceeds 10%")
+    assert rows[0] == ["figure", "measured", "median", "mean", "min", "max", "spread", "of median", "flag"]
+    assert rows[2] == [
+        "latency_s",
+        "measured (host time, LiteRT, n=3)",
+        "612.1 us",
+        "597.3 us",
+        "79.68 us",
+        "1,100 us",
+        "1,020 us",
+        "166.7%",
+        "!",
+    ]
+    assert "note: host time is LiteRT on this machine's CPU: not comparable with Vela's NPU estimate" in result.out
+    samples = section(result.out, "samples")
+    assert samples[0] == ["sample", "host time", "signatures"]
+    assert [row[:2] for row in samples[2:]] == [
+        ["sample 0", "0.612 ms"],
+        ["sample 1", "0.080 ms"],
+        ["sample 2", "1.100 ms"],
+    ]
+    assert "e-0" not in result.out and "cycles" not in samples[0]
 
 
 def test_estimates_and_measurements_are_separate_columns(cli, tmp_path: Path) -> None:
     bundle = hand_made(tmp_path / "run", [0.001, 0.001])
     text = cli("show", bundle).out
-    assert "segments (estimated cycles: Vela's estimate, not a measurement)\n" in text
-    assert "segment   ops  estimated_cycles\n" in text and "      0  0..3              1000\n" in text
+    assert "segments (Vela NPU estimate: Vela's estimated NPU cycles, not a measurement)\n" in text
+    assert section(text, "segments (")[2] == ["0", "0..3", "1,000"]
     timed = hand_made(tmp_path / "timed", [0.003, 0.003], segment_latencies=[[0.002, 0.001], [0.002, 0.0012]])
-    lines = cli("show", timed).out.splitlines()
-    title = "segments (estimated cycles: Vela's estimate, not a measurement; segment_latency_s median: measured)"
-    start = lines.index(title)
-    assert lines[start + 1].split() == ["segment", "ops", "estimated_cycles", "segment_latency_s", "median"]
-    assert lines[start + 3].split() == ["0", "0..3", "1000", "0.002"]
-    assert lines[start + 4].split() == ["1", "4..8", "500", "0.0011"]
+    text = cli("show", timed).out
+    title = (
+        "segments (Vela NPU estimate: Vela's estimated NPU cycles, not a measurement; host time median: measured "
+        "(host time, LiteRT, n=2))"
+    )
+    assert title in text.splitlines()
+    rows = section(text, title)
+    assert rows[0] == ["segment", "ops", "Vela NPU estimate (cycles)", "host time median"]
+    assert rows[2:] == [["0", "0..3", "1,000", "2.000 ms"], ["1", "4..8", "500", "1.100 ms"]]
+
+
+def test_show_of_qemu_m55_tabulates_instructions_in_total_and_per_segment(cli, tmp_path: Path) -> None:
+    bundle = counted(tmp_path / "qemu", "qemu-m55", [46072071, 46072071, 46072071])
+    text = cli("show", bundle).out
+    measured = {row[0]: row for row in section(text, "measurements (")[2:]}
+    assert measured["instructions.total"][1:4] == [
+        "measured (QEMU M55 instructions, CPU only, n=3)",
+        "46,072,071",
+        "46,072,071",
+    ]
+    assert measured["instructions.segment.1"][2] == "11,518,018" and "latency_s" not in measured
+    samples = section(text, "samples")
+    assert samples[0] == ["sample", "instructions total", "instructions seg 0", "instructions seg 1", "signatures"]
+    assert samples[2][:4] == ["sample 0", "46,072,071", "34,554,053", "11,518,018"]
+    segments = section(text, "segments (")
+    assert segments[0][-1] == "instructions median" and segments[2] == ["0", "0..3", "1,000", "34,554,053"]
+    assert (
+        "note: qemu-m55 counts the Cortex-M55's instructions with every operator on the CPU (no NPU): not comparable "
+        "with Vela's NPU estimate"
+    ) in text
+    assert "4.6072e+07" not in text and "host time" not in text
+
+
+def test_show_of_fvp_tabulates_npu_cycles_and_beats(cli, tmp_path: Path) -> None:
+    text = cli("show", counted(tmp_path / "fvp", "fvp", [12000, 12400])).out
+    measured = {row[0]: row for row in section(text, "measurements (")[2:]}
+    assert measured["cycles.total"][1:3] == ["measured (NPU cycles, FVP, n=2)", "12,200"]
+    assert measured["traffic_beats"][1] == "measured (NPU traffic beats, FVP, n=2)"
+    samples = section(text, "samples")
+    assert samples[0] == [
+        "sample",
+        "NPU cycles total",
+        "NPU cycles seg 0",
+        "NPU cycles seg 1",
+        "NPU beats",
+        "NPU beats seg 0",
+        "NPU beats seg 1",
+        "signatures",
+    ]
+    assert samples[3][:5] == ["sample 1", "12,400", "9,300", "3,100", "1,550"]
+    assert "note:" not in text  # NPU cycles are what Vela estimates
 
 
 def test_a_steady_run_is_not_flagged(cli, tmp_path: Path) -> None:
@@ -47,62 +164,78 @@ def test_a_steady_run_is_not_flagged(cli, tmp_path: Path) -> None:
 
 
 def _texts(svg: str) -> list[str]:
-    return re.findall(r">([^<>]+)</text>", svg)
+    return [text.strip() for text in re.findall(r"<text[^>]*>([^<>]+)</text>", svg)]
 
 
-def test_the_svg_plot_has_tick_values_and_value_labels(cli, tmp_path: Path) -> None:
-    bundle = hand_made(tmp_path / "run", [0.001, 0.002, 0.0015])
+def test_the_svg_plot_has_a_panel_per_measured_figure_axis_titles_and_a_median(cli, tmp_path: Path) -> None:
+    require_module("matplotlib", "the plot extra: pip install heliabuild[plot]")
+    bundle = counted(tmp_path / "qemu", "qemu-m55", [46072071, 46072071, 46072075])
     result = cli("show", bundle, "--plot", tmp_path / "plot.svg")
     assert result.code == 0, result.err
-    svg = (tmp_path / "plot.svg").read_text(encoding="utf-8")
-    texts = _texts(svg)
-    for tick in ("0", "250", "500", "750", "1000"):  # the estimates' y axis: round steps up to the peak
-        assert tick in texts
-    assert "measured latency per sample (ms)" in texts  # in the unit that suits the largest latency
-    for tick in ("0.5", "1", "1.5", "2"):  # the latency axis, in ms
-        assert tick in texts
-    assert [t for t in texts if t.startswith("sample ")] == ["sample 0", "sample 1", "sample 2"]
-    assert texts.count("1.5") == 2  # a tick and the value label of sample 2
-    assert svg.count("<rect") == 5 and svg.count("<line") > 4
-
-
-def test_many_samples_thin_the_x_labels(cli, tmp_path: Path) -> None:
-    bundle = hand_made(tmp_path / "run", [0.001 + 1e-6 * k for k in range(60)])
-    assert cli("show", bundle, "--plot", tmp_path / "plot.svg").code == 0
     texts = _texts((tmp_path / "plot.svg").read_text(encoding="utf-8"))
-    labels = [t for t in texts if t.startswith("sample ")]
-    assert labels == [f"sample {k}" for k in range(0, 60, 3)]  # at most 20 labels
-    assert "1.06" not in texts  # beyond 40 bars the values are in the tooltips only
+    titles = [text for text in texts if "(" in text and ("estimate" in text or "measured" in text)]
+    assert titles == [
+        "Vela NPU estimate per segment (Vela's compile-time estimate, not measured)",
+        "measured (QEMU M55 instructions, CPU only, n=3): per sample; dashed line: median 46,072,071 instructions",
+        "measured (QEMU M55 instructions, CPU only, n=3): median per segment",
+    ]
+    assert texts.count("segment") == 2 and texts.count("sample") == 1  # the x axis titles
+    assert "estimated NPU cycles" in texts and texts.count("instructions") == 2  # the y axis titles
+    assert "46,072,075" in texts and "1,000" in texts  # whole numbers, with thousands separators
+    assert not [text for text in texts if re.search(r"\de[+-]\d", text)]  # no exponent anywhere
+
+    litert = hand_made(tmp_path / "litert", [0.0001, 0.00012, 0.00011])
+    assert cli("show", litert, "--plot", tmp_path / "litert.svg").code == 0
+    texts = _texts((tmp_path / "litert.svg").read_text(encoding="utf-8"))
+    assert "measured (host time, LiteRT, n=3): per sample; dashed line: median 110 us" in texts
+    assert "host time (us)" in texts and not any("instructions" in text for text in texts)
 
 
-def test_the_png_plot_is_written_through_matplotlib_deterministically(cli, tmp_path: Path) -> None:
-    """A real PNG through the `plot` extra (installed with the `test` extra): a valid image, the same bytes
-    each time, with no date in its metadata, for few samples and for many."""
+def test_labels_do_not_overlap_at_many_samples(tmp_path: Path) -> None:
+    require_module("matplotlib", "the plot extra: pip install heliabuild[plot]")
+    from heliabuild.results.plot import MAX_VALUE_LABELS, MAX_X_TICKS, figure_of
+    from heliabuild.results.reader import load_result
+
+    for count in (12, 20, 60, 250):
+        figure = figure_of(load_result(hand_made(tmp_path / f"run{count}", [0.001 + 1e-6 * k for k in range(count)])))
+        try:
+            figure.canvas.draw()
+            renderer = figure.canvas.get_renderer()
+            estimates, per_sample = figure.axes
+            assert len(estimates.texts) == 2  # each segment's estimate on its bar
+            assert len(per_sample.texts) == (count if count <= MAX_VALUE_LABELS else 0)  # beyond: the axis only
+            for axis in figure.axes:
+                labels = [label for label in axis.get_xticklabels() if label.get_visible() and label.get_text()]
+                assert 1 <= len(labels) <= MAX_X_TICKS + 1
+                boxes = [label.get_window_extent(renderer) for label in labels]
+                boxes += [text.get_window_extent(renderer) for text in axis.texts]
+                for k, box in enumerate(boxes):
+                    assert not any(box.overlaps(other) for other in boxes[k + 1 :]), (count, k)
+        finally:
+            from matplotlib import pyplot
+
+            pyplot.close(figure)
+
+
+def test_svg_and_png_are_written_by_one_matplotlib_path_deterministically(cli, tmp_path: Path) -> None:
+    """A real PNG and SVG through the `plot` extra (installed with the `test` extra): valid files, the same bytes
+    each time, with no date in their metadata, for few samples and for many."""
     require_module("matplotlib", "the plot extra: pip install heliabuild[plot]")
     from PIL import Image
 
     for name, latencies in (("few", [0.0001, 0.00012, 0.00011]), ("many", [0.001 + 1e-6 * k for k in range(200)])):
         bundle = hand_made(tmp_path / name, latencies)
-        first, again = tmp_path / f"{name}.png", tmp_path / f"{name}_again.png"
-        assert cli("show", bundle, "--plot", first).code == 0
-        assert cli("show", bundle, "--plot", again).code == 0
-        data = first.read_bytes()
-        assert data.startswith(b"\x89PNG\r\n\x1a\n") and data == again.read_bytes()
-        with Image.open(first) as image:
-            assert image.size == (800, 650) and "Software" not in image.info and "Creation Time" not in image.info
-
-
-def test_plot_panels_scale_the_latency_and_label_values_briefly(tmp_path: Path) -> None:
-    from heliabuild.results.export import _panels, _value_label
-    from heliabuild.results.reader import load_result
-
-    panels = _panels(load_result(hand_made(tmp_path / "run", [0.0001, 0.00012])))
-    assert [panel[0] for panel in panels] == [
-        "estimated cycles per segment (Vela's estimate)",
-        "measured latency per sample (us)",
-    ]
-    assert [round(value, 6) for _, value in panels[1][2]] == [100.0, 120.0]
-    assert [_value_label(v) for v in (48517.0, 0.000107577, 103.2, None)] == ["48517", "0.000108", "103", "-"]
+        for suffix in (".png", ".svg"):
+            first, again = tmp_path / f"{name}{suffix}", tmp_path / f"{name}_again{suffix}"
+            assert cli("show", bundle, "--plot", first).code == 0
+            assert cli("show", bundle, "--plot", again).code == 0
+            assert first.read_bytes() == again.read_bytes()
+        data = (tmp_path / f"{name}.png").read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n")
+        with Image.open(tmp_path / f"{name}.png") as image:
+            assert image.size == (800, 550) and "Software" not in image.info and "Creation Time" not in image.info
+        svg = (tmp_path / f"{name}.svg").read_text(encoding="utf-8")
+        assert svg.startswith("<?xml") and "<dc:date>" not in svg and "Matplotlib v" not in svg
 
 
 def test_a_plot_it_cannot_write_is_refused_and_nothing_is_written(cli, tmp_path: Path, monkeypatch) -> None:
@@ -111,9 +244,10 @@ def test_a_plot_it_cannot_write_is_refused_and_nothing_is_written(cli, tmp_path:
     assert_one_line_error(result, "plot.pdf: cannot write a plot of type '.pdf'; expected one of .svg, .png")
     assert_not_written(tmp_path / "plot.pdf")
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as where the optional extra is not installed
-    png = cli("show", bundle, "--plot", tmp_path / "plot.png")
-    assert_one_line_error(png, "plot.png: writing a PNG plot needs matplotlib", "heliabuild[plot]")
-    assert_not_written(tmp_path / "plot.png")
+    for name in ("plot.png", "plot.svg"):
+        refused = cli("show", bundle, "--plot", tmp_path / name)
+        assert_one_line_error(refused, f"{name}: writing a plot needs matplotlib", "heliabuild[plot]")
+        assert_not_written(tmp_path / name)
 
 
 def test_show_of_a_segments_json_surfaces_vela_sram_and_flash_use(cli, tmp_path: Path) -> None:
@@ -132,7 +266,7 @@ def test_show_of_a_segments_json_surfaces_vela_sram_and_flash_use(cli, tmp_path:
         f"off-chip flash used {summary.off_chip_flash_memory_used_kib:.1f} KiB\n"
     ) in result.out
     assert "  command streams 1 (one per segment), attribution coverage 100.00% of " in result.out
-    assert "segments (Vela's estimate, not a measurement)\n" in result.out
+    assert "segments (Vela NPU estimate: Vela's estimate, not a measurement)\n" in result.out
     plotted = cli("show", vela.segments_json, "--plot", tmp_path / "p.svg")
     assert_one_line_error(plotted, "--plot plots a result bundle, not a segments.json")
     assert_not_written(tmp_path / "p.svg")

@@ -90,17 +90,18 @@ def test_a_collector_turned_off_or_on_by_the_user_is_left_alone() -> None:
 
 
 def test_an_scons_build_reads_its_sconscripts_with_the_collector_off(tmp_path: Path) -> None:
-    """With real SCons: the SConscripts run with the collector off once the tool is loaded, a pipeline builds
-    through every stage in the top folder (no build_dir), and at exit the graph is frozen and the collector off;
-    a no-op build likewise."""
+    """With real SCons: loading the tool leaves the collector on, the SConscripts run with it off from the
+    first heliabuild target on (heliabuild.scons.process), a pipeline builds through every stage in the top
+    folder (no build_dir), and at exit the graph is frozen and the collector off; a no-op build likewise."""
     (tmp_path / "SConstruct").write_text(
         textwrap.dedent(
             f"""
             import atexit, gc
             before = gc.isenabled()
             env = Environment(tools=["helia"], toolpath=[{str(SITE_TOOLS)!r}])
-            print("collector", before, gc.isenabled())
+            loaded = gc.isenabled()
             model = env.HeliaSynth("model.tflite", HELIA_SYNTH_KIND="chain")
+            print("collector", before, loaded, gc.isenabled())
             env.HeliaPipeline("chain", model, fences=[3])
             atexit.register(lambda: print("at exit", gc.get_freeze_count() > 0, gc.isenabled()))
             """
@@ -109,6 +110,6 @@ def test_an_scons_build_reads_its_sconscripts_with_the_collector_off(tmp_path: P
     )
     for _ in range(2):  # a full build, then a no-op
         build = build_ok(tmp_path, "-Q")
-        assert "collector True False" in build.stdout
+        assert "collector True True False" in build.stdout
         assert "at exit True False" in build.stdout
     assert list(tmp_path.rglob("result.json"))

@@ -431,8 +431,9 @@ def test_two_clean_builds_in_different_folders_are_byte_identical_and_clean_remo
 
 
 def is_bundle_file(name: str) -> bool:
-    """Whether `name` (relative to a build folder) lies in a result bundle, `[<example>/]results/<name>/...`."""
-    return "results" in Path(name).parts[:-1]
+    """Whether `name` (relative to a build folder) lies in a result bundle, `[<example>/]results/<name>/...`, or
+    is the build's summary of them (`heliabuild-summary.json`, `.csv`): files that hold measurements."""
+    return "results" in Path(name).parts[:-1] or name.startswith("heliabuild-summary.")
 
 
 @pytest.mark.slow

@@ -20,8 +20,9 @@ from test_scons_pipeline import make_project, set_options, snapshot
 
 from heliabuild.api import acquisition_facts, load_result, measurement_samples, run_identity
 from heliabuild.files import sha256_file
+from heliabuild.results.figures import Figure
+from heliabuild.results.summary import BundleFacts, MeasuredFigure, SummaryRow, summary_text
 from heliabuild.runner.freeze import load_runner
-from heliabuild.scons.summary import summary_table
 
 STAGES = ("synth", "vela", "plan-fences", "fence", "aot-plan", "runner", "run")
 POLICY = "defaults:\n  fvp:\n    acquisition: {{state: carry, warmup_invokes: 1, measured_invokes: {measured}}}\n"
@@ -217,52 +218,89 @@ def test_the_root_sconstruct_prints_one_summary_table(tmp_path: Path) -> None:
     assert first.stdout.count("pipeline ") == 1
     table = first.stdout[first.stdout.index("pipeline ") :].splitlines()
     assert first.stdout.rstrip().endswith(table[-1])
-    assert len(table) == 2 + len(examples)
-    for example, row in zip(examples, table[2:], strict=True):
+    notes = [line for line in table if line.startswith("note: ")]
+    assert len(table) == 2 + len(examples) + len(notes) and table[-len(notes) :] == notes
+    for example, row in zip(examples, table[2 : 2 + len(examples)], strict=True):
         assert row.startswith(example) and row.endswith(f"build/{example}/results/{example}"), row
     chain = load_result(project / "build" / "kws_chain" / "results" / "kws_chain")
     assert len(chain.samples) == 3 and chain.receipt is not None and chain.receipt.warmup_invokes == 1
-    assert "/".join(str(s["estimated_cycles"]) for s in chain.segments) in table[3]
-    assert " us host " in table[3] and "litert" in table[3] and re.search(r"  not compared\s+zeros\s", table[3])
+    assert "  " + "/".join(f"{s['estimated_cycles']:,}" for s in chain.segments) + "  " in table[3]
+    assert "  measured (host time, LiteRT, n=3)  " in table[3] and "litert" in table[3]
+    assert re.search(r"  not compared\s+zeros\s", table[3])
+    assert "note: host time is LiteRT on this machine's CPU: not comparable with Vela's NPU estimate" in notes
     if "residual_qemu" in examples:
         qemu = load_result(project / "build" / "residual_qemu" / "results" / "residual_qemu")
         assert qemu.samples[0].instructions is not None
-        assert f"{qemu.samples[0].instructions['total']} instructions" in table[4] and "qemu-m55" in table[4]
+        n = len(qemu.samples)
+        assert f"  measured (QEMU M55 instructions, CPU only, n={n})  " in table[4] and "qemu-m55" in table[4]
+        assert f"  {qemu.samples[0].instructions['total']:,} instructions  " in table[4]
         assert re.search(r"  0 of \d+ differ \(BUILTIN_REF\)\s+zeros\s", table[4])  # strict by default: it held
+        assert any(note.startswith("note: qemu-m55 counts the Cortex-M55's instructions") for note in notes)
+    summary = json.loads((project / "build" / "heliabuild-summary.json").read_text(encoding="utf-8"))
+    assert [row["pipeline"] for row in summary["pipelines"]] == list(examples)
 
     again = build_ok(project)
     assert "scons: `all' is up to date." in again.stdout and again.stdout.count("pipeline ") == 1
     assert "pipeline " not in build_ok(project, "kws_chain-vela").stdout
     assert "pipeline " not in build_ok(project, "-c").stdout
+    assert not (project / "build" / "heliabuild-summary.json").exists()
 
 
-def test_summary_table_layout() -> None:
-    row = ["a", "litert", "3", "1/2/3", "21.6 KiB", "-", "5.0 us host", "not compared", "in.bin", "build/a/results/a"]
-    text = summary_table([row])
-    lines = text.splitlines()
-    header = (
-        "pipeline  backend  segments  estimated cycles per segment  Vela SRAM  Vela flash  measured median  "
-        "verification  inputs  bundle"
-    )
-    assert lines[0] == header
-    assert set(lines[1]) <= {"-", " "}
-    assert lines[2].split() == [
-        "a",
-        "litert",
-        "3",
-        "1/2/3",
-        "21.6",
-        "KiB",
-        "-",
-        "5.0",
-        "us",
-        "host",
-        "not",
-        "compared",
-        "in.bin",
-        "build/a/results/a",
+def summary_rows() -> list[SummaryRow]:
+    """A litert, a qemu-m55 and an fvp row, as bundle_facts reads them from bundles of those backends."""
+
+    def measured(name: str, kind: str, values: list[float], scopes: dict[str, str]) -> MeasuredFigure:
+        ordered = sorted(values)
+        figure = Figure(
+            name, kind, len(values), ordered[len(values) // 2], sum(values) / len(values), ordered[0], ordered[-1]
+        )
+        return MeasuredFigure.of(figure, scopes)
+
+    host = {"latency_s": "host_wall_clock", "segment_latency_s": "host_wall_clock"}
+    litert = measured("latency_s", "float", [0.000601, 0.0006121, 0.00063], host)
+    qemu = measured("instructions.total", "counter", [46072071.0] * 3, {"instructions": "qemu_icount"})
+    fvp = measured("cycles.total", "counter", [12345.0], {"cycles": "npu_callbacks", "traffic_beats": "npu_callbacks"})
+    return [
+        SummaryRow(
+            "a",
+            BundleFacts("litert", (1000, 2500, 12345), 21.6, None, litert, "not compared", "in.bin"),
+            "build/a/results/a",
+        ),
+        SummaryRow(
+            "q",
+            BundleFacts("qemu-m55", (1000, 2500), 72.65, 1.25, qemu, "0 of 10 differ (BUILTIN_REF)", "zeros"),
+            "build/q/results/q",
+        ),
+        SummaryRow(
+            "f",
+            BundleFacts("fvp", (1000,), None, None, fvp, "0 of 10 differ (BUILTIN_REF)", "zeros"),
+            "build/f/results/f",
+        ),
     ]
-    assert json.loads(json.dumps(lines)) == lines
+
+
+def test_the_summary_table_names_each_figure_with_its_scope_n_and_spread() -> None:
+    lines = summary_text(summary_rows()).splitlines()
+    assert [line.rstrip() for line in lines] == [
+        "pipeline  backend   segments  Vela NPU estimate (cycles per segment)  Vela SRAM  Vela flash  measured"
+        "                                                          median           spread  verification"
+        "                  inputs  bundle",
+        "--------  --------  --------  --------------------------------------  ---------  ----------  "
+        "-----------------------------------------------  -----------------------  ---------------  "
+        "----------------------------  ------  -----------------",
+        "a         litert           3  1,000/2,500/12,345                      21.6 KiB   -           measured (host "
+        "time, LiteRT, n=3)                               612.1 us  29.00 us (4.7%)  not compared                  "
+        "in.bin  build/a/results/a",
+        "q         qemu-m55         2  1,000/2,500                             72.7 KiB   1.2 KiB     measured (QEMU "
+        "M55 instructions, CPU only, n=3)  46,072,071 instructions         0 (0.0%)  0 of 10 differ (BUILTIN_REF)  "
+        "zeros   build/q/results/q",
+        "f         fvp              1  1,000                                   -          -           measured (NPU "
+        "cycles, FVP, n=1)                            12,345 cycles         0 (0.0%)  0 of 10 differ (BUILTIN_REF)  "
+        "zeros   build/f/results/f",
+        "note: host time is LiteRT on this machine's CPU: not comparable with Vela's NPU estimate",
+        "note: qemu-m55 counts the Cortex-M55's instructions with every operator on the CPU (no NPU): not comparable "
+        "with Vela's NPU estimate",
+    ]
 
 
 def test_the_qemu_example_is_among_those_built() -> None:

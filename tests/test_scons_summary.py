@@ -7,6 +7,7 @@ and no toolpath, and builds two pipelines on the synthetic KWS chain: `kws` (a g
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -17,6 +18,10 @@ from pathlib import Path
 
 import pytest
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons, scons_command
+
+from heliabuild.api import load_result
+from heliabuild.schema_files import validate
+from heliabuild.units import time_text, time_unit
 
 pytestmark = pytest.mark.slow
 
@@ -54,14 +59,48 @@ def test_a_user_build_prints_the_table_except_after_failure_dry_run_or_clean(tmp
     project = user_project(tmp_path / "my-project")
     built = build_ok(project, "kws")
     rows = table(built)
-    assert len(rows) == 3 and rows[2].startswith("kws ") and rows[2].endswith("kws/results/kws"), output_of(built)
-    assert " us host " in rows[2]
+    assert len(rows) == 4 and rows[2].startswith("kws ") and rows[2].endswith("kws/results/kws"), output_of(built)
+    assert rows[3] == "note: host time is LiteRT on this machine's CPU: not comparable with Vela's NPU estimate"
     vela = json.loads((project / "kws" / "kws_fenced_segments.json").read_text(encoding="utf-8"))["vela"]
-    cells = dict(zip(re.split(r"\s{2,}", rows[0]), re.split(r"\s{2,}", rows[2]), strict=True))
-    assert cells["Vela SRAM"] == f"{vela['sram_memory_used_kib']:.1f} KiB", rows  # Vela's figure, labelled so
-    assert cells["Vela flash"] == f"{vela['off_chip_flash_memory_used_kib']:.1f} KiB", rows
+    cells = dict(zip(re.split(r"\s{2,}", rows[0]), re.split(r"\s{2,}", rows[2].strip()), strict=True))
+    assert cells["Vela SRAM"] == f"{vela['sram_memory_used_kib']:,.1f} KiB", rows  # Vela's figure, labelled so
+    assert cells["Vela flash"] == f"{vela['off_chip_flash_memory_used_kib']:,.1f} KiB", rows
+    result = load_result(project / "kws" / "results" / "kws")
+    latencies = sorted(sample.latency_s for sample in result.samples)
+    assert cells["measured"] == "measured (host time, LiteRT, n=3)"
+    assert cells["median"] == time_text(latencies[1]) and cells["median"].endswith((" us", " ms"))
+    assert cells["spread"].startswith(time_text(latencies[-1] - latencies[0], time_unit(latencies[1])) + " (")
+    estimates = "/".join(f"{segment['estimated_cycles']:,}" for segment in result.segments)
+    assert cells["Vela NPU estimate (cycles per segment)"] == estimates
+
+    document = json.loads((project / "build" / "heliabuild-summary.json").read_text(encoding="utf-8"))
+    validate(document, "summary", "heliabuild-summary.json")
+    (row,) = document["pipelines"]
+    assert row["pipeline"] == "kws" and row["bundle"] == "kws/results/kws" and row["backend"] == "litert"
+    assert row["vela_npu_estimate_cycles"] == [segment["estimated_cycles"] for segment in result.segments]
+    assert row["vela_sram_used_kib"] == vela["sram_memory_used_kib"]
+    measured = row["measured"]
+    assert (measured["figure"], measured["scope"], measured["unit"], measured["n"]) == (
+        "latency_s",
+        "host_wall_clock",
+        "s",
+        3,
+    )
+    assert (measured["median"], measured["min"], measured["max"]) == (latencies[1], latencies[0], latencies[-1])
+    assert measured["label"] == "measured (host time, LiteRT, n=3)" and document["sweeps"] == []
+    with (project / "build" / "heliabuild-summary.csv").open(encoding="utf-8", newline="") as stream:
+        (line,) = list(csv.DictReader(stream))
+    assert line["pipeline"] == "kws" and line["measured_median"] == repr(latencies[1])
+    assert line["measured_n"] == "3" and line["measured_scope"] == "host_wall_clock"
+    assert line["vela_npu_estimate_cycles"] == "/".join(str(s["estimated_cycles"]) for s in result.segments)
+    written = {
+        name: (project / "build" / name).read_bytes() for name in ("heliabuild-summary.json", "heliabuild-summary.csv")
+    }
+    assert not any(str(tmp_path).encode() in data for data in written.values())
+
     again = build_ok(project, "kws")
-    assert table(again) == [*rows[:2], again.stdout.splitlines()[-1]] and "Traceback" not in output_of(again)
+    assert table(again) == rows and "Traceback" not in output_of(again)
+    assert {name: (project / "build" / name).read_bytes() for name in written} == written  # the same bytes
     assert table(build_ok(project, "kws-vela")) == []  # no run stage in this build
     assert table(build_ok(project, "-n", "kws")) == []
     failed = run_scons(project, "-k")  # kws's run stage is up to date, bad's runner fails
@@ -69,6 +108,22 @@ def test_a_user_build_prints_the_table_except_after_failure_dry_run_or_clean(tmp
     assert table(failed) == [] and "Traceback" not in output_of(failed)
     cleaned = build_ok(project, "-c", "kws")
     assert table(cleaned) == [] and not (project / "kws" / "results").exists()
+    assert not (project / "build").exists()  # the summary files and their folder went with the clean
+
+
+def test_a_users_own_file_where_the_summary_goes_is_left_alone(tmp_path: Path) -> None:
+    project = user_project(tmp_path / "my-project")
+    (project / "build").mkdir()
+    (project / "build" / "heliabuild-summary.csv").write_text("my,own\n1,2\n", encoding="utf-8")
+    built = build_ok(project, "kws")
+    assert len(table(built)) == 4
+    assert (
+        "heliabuild: warning: build/heliabuild-summary.csv is not a summary heliabuild wrote: the summary is not "
+        "written"
+    ) in built.stderr
+    assert sorted(path.name for path in (project / "build").iterdir()) == ["heliabuild-summary.csv"]
+    build_ok(project, "-c", "kws")
+    assert (project / "build" / "heliabuild-summary.csv").read_text(encoding="utf-8") == "my,own\n1,2\n"
 
 
 def test_ctrl_c_while_a_run_measures_prints_no_table_and_no_traceback(tmp_path: Path) -> None:

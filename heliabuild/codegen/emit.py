@@ -14,10 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heliabuild.codegen.layout import Layout, scratch_buffer
-from heliabuild.codegen.lowering import (
+from heliabuild.codegen.calls import (
     ByteValue,
-    CodegenError,
     Field,
     InlineInts,
     IntArray,
@@ -26,6 +24,8 @@ from heliabuild.codegen.lowering import (
     TensorRef,
     TensorTable,
 )
+from heliabuild.codegen.layout import Layout, scratch_buffer
+from heliabuild.codegen.lowering import CodegenError
 from heliabuild.model.io import Model
 
 _CTYPES = {0: "float", 1: "uint16_t", 2: "int32_t", 3: "uint8_t", 4: "int64_t", 6: "uint8_t", 7: "int16_t", 9: "int8_t"}
@@ -129,6 +129,9 @@ class _Emitter:
         t = ref.index
         ctype = self.ctype(t)
         position = self.layout.constant_of_tensor.get(t)
+        carried = self.layout.state_offset(t)
+        if carried is not None:
+            return f"({ctype} *)&state[{carried}]"
         if position is None:
             return f"({ctype} *)&arena[{self.layout.arena.offsets[str(t)]}]"
         constant = self.layout.constants[position]
@@ -291,6 +294,9 @@ class _Emitter:
         for position, constant in enumerate(self.layout.constants):
             if constant.residency == "pin" and position in self.referenced:
                 init.append(f"    memcpy(pinned_{position}, constant_{position}, sizeof pinned_{position});")
+        # The carried state is reset here only: model_run never resets it (the acquisition lifecycle's carry).
+        for placement in self.layout.state:
+            init.append(f"    memset(&state[{placement.offset}], {placement.reset_byte}, {placement.bytes}u);")
         init += ["    ctx->failed_operator = -1;", "    ctx->kernel_status = HELIA_STATUS_OK;"]
         init += ["    ctx->initialized = 1u;", "    return HELIA_MODEL_OK;", "}", ""]
 
@@ -384,6 +390,11 @@ def emit_module(
         f'#include "helia_ops.h"\n#include "stream_split.h"\n{extra_includes}#include "{prefix}_model.h"\n\n'
         f"{_arena_declaration(memory, max(layout.arena.size, 16))}\n"
     )
+    if layout.state:
+        emitter.lines.append(
+            f"/* The carried state: {len(layout.state)} variable tensors, reset by model_init only. */\n"
+            f"static uint8_t state[{layout.state_bytes}] __attribute__((aligned(16)));\n"
+        )
     if layout.units:
         pool_section = f'section("{memory.stream_pool}"), ' if memory.stream_pool else ""
         emitter.lines.append(

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from heliabuild.aot.records import OptimizationPlan
-from heliabuild.codegen.lowering import IntArray, KernelCall
+from heliabuild.codegen.calls import IntArray, KernelCall
 
 PLAN_ENTRIES: dict[str, str] = {
     "arm_convolve_1x1_s8_fast": "helia_conv2d_1x1_s8",

@@ -3,6 +3,10 @@
 - Activations (every non-constant tensor an operator reads or writes, the model's inputs and outputs, the
   fences' outputs) and the kernels' scratch buffers (CONV_2D's im2col row, live during its operator only)
   share one arena, placed by `heliabuild.codegen.arena` from their live ranges.
+- Variable tensors (an LSTM's or SVDF's state) live outside the arena, in the carried state region: each at
+  its own aligned offset, reset once by model_init to LiteRT's reset value (an int8 tensor's zero point, 0
+  otherwise) and never again, so the state carries across warmups and measured invokes (the acquisition
+  lifecycle's `carry`).
 - Constants follow the plan's `tensors[]`, one entry per storage root in first-reader order: `direct` stays
   where it is stored (the target's constant memory), `pin` is copied at init into its `destination_memory`,
   `stream` is read from the stream pool, where its schedule unit copies it after the unit's `issue_after`
@@ -22,9 +26,10 @@ from heliabuild.aot.facts import storage_roots
 from heliabuild.aot.planner import constant_ids
 from heliabuild.aot.records import OptimizationPlan
 from heliabuild.codegen.arena import ArenaError, Buffer, Placement, fixed_arena, plan_arena
-from heliabuild.codegen.lowering import CodegenError, KernelCall
+from heliabuild.codegen.calls import KernelCall
+from heliabuild.codegen.lowering import CodegenError
 from heliabuild.fence.contract import ELEMENT_BYTES
-from heliabuild.model.graph import indices
+from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, offline_allocation
 
 ARENA_ALIGNMENT = 16
@@ -64,6 +69,27 @@ class UnitPlacement:
 
 
 @dataclass(frozen=True)
+class StatePlacement:
+    """One variable tensor in the carried state region: its offset and bytes, and the byte model_init fills it
+    with (LiteRT's reset value: the zero point's byte for int8, 0 otherwise)."""
+
+    tensor: int
+    name: str
+    offset: int
+    bytes: int
+    reset_byte: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tensor": self.tensor,
+            "name": self.name,
+            "offset": self.offset,
+            "bytes": self.bytes,
+            "reset_byte": self.reset_byte,
+        }
+
+
+@dataclass(frozen=True)
 class Layout:
     """Everything the emitter needs besides the calls."""
 
@@ -79,6 +105,17 @@ class Layout:
     fences: int
     scratch: dict[int, int] = field(default_factory=dict)
     """Operator index -> the bytes of its scratch buffer in the arena (offset: arena.offsets[scratch_buffer(op)])."""
+    state: tuple[StatePlacement, ...] = ()
+    """The variable tensors, outside the arena, in the carried state region (module docstring)."""
+
+    @property
+    def state_bytes(self) -> int:
+        """The carried state region's size (0 without variable tensors)."""
+        return max((_aligned(p.offset + p.bytes) for p in self.state), default=0)
+
+    def state_offset(self, tensor: int) -> int | None:
+        """Where variable tensor `tensor` lives in the carried state region, or None for any other tensor."""
+        return next((p.offset for p in self.state if p.tensor == tensor), None)
 
     def to_json(self) -> dict[str, object]:
         def tensors(indices: Sequence[int]) -> list[dict[str, int]]:
@@ -106,12 +143,35 @@ class Layout:
                 {"operator": op, "bytes": size, "offset": self.arena.offsets[scratch_buffer(op)]}
                 for op, size in sorted(self.scratch.items())
             ],
+            "state": {
+                "bytes": self.state_bytes,
+                "tensors": [p.to_json() for p in self.state],
+            },
             "stream_pool": {"bytes": self.pool_bytes, "alignment": self.pool_alignment},
             "units": [
                 {"id": u.id, "bytes": u.bytes, "pool_offset": u.pool_offset, "issue_after": u.issue_after}
                 for u in self.units
             ],
         }
+
+
+def _aligned(value: int) -> int:
+    return -(-value // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+
+
+def _state(model: Model, calls: Sequence[KernelCall]) -> tuple[StatePlacement, ...]:
+    """The variable tensors the calls read or write, in index order, each at the next aligned offset."""
+    tensors = model.subgraphs[0].tensors
+    variables = sorted({t for call in calls for t in (*call.reads, *call.writes) if tensors[t].isVariable})
+    placements = []
+    offset = 0
+    for t in variables:
+        size = _tensor_bytes(model, t)
+        zero_points = tensors[t].quantization.zeroPoint if tensors[t].quantization is not None else None
+        reset = int(zero_points[0]) & 0xFF if int(tensors[t].type) == 9 and zero_points is not None else 0
+        placements.append(StatePlacement(t, tensor_name(tensors[t]), offset, size, reset))
+        offset = _aligned(offset + size)
+    return tuple(placements)
 
 
 def _tensor_bytes(model: Model, index: int) -> int:
@@ -267,6 +327,8 @@ def plan_layout(
     constants = _constants(model, plan)
     units = _units(plan, constants, calls)
     constant_of_tensor = {t: k for k, c in enumerate(constants) for t in c.tensors}
+    state = _state(model, calls)
+    carried = {p.tensor for p in state}
     graph = model.subgraphs[0]
     inputs, outputs = tuple(indices(graph.inputs)), tuple(indices(graph.outputs))
     last = len(calls) - 1
@@ -274,10 +336,12 @@ def plan_layout(
     last_use: dict[int, int] = {t: last for t in outputs}
     for call in calls:
         for t in call.writes:
+            if t in carried:
+                continue
             first_use.setdefault(t, call.op_index)
             last_use[t] = max(last_use.get(t, call.op_index), call.op_index)
         for t in call.reads:
-            if t in constant_of_tensor or _is_constant(model, t):
+            if t in constant_of_tensor or _is_constant(model, t) or t in carried:
                 continue
             first_use.setdefault(t, 0)
             last_use[t] = max(last_use.get(t, call.op_index), call.op_index)
@@ -302,4 +366,5 @@ def plan_layout(
         outputs=outputs,
         fences=sum(1 for call in calls if call.fence),
         scratch=scratch,
+        state=state,
     )

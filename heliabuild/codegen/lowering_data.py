@@ -26,25 +26,10 @@ from dataclasses import fields, replace
 import numpy as np
 
 from heliabuild.aot.facts import OperatorFacts, TensorFacts
-from heliabuild.codegen.lowering import (
-    ByteValue,
-    InlineInts,
-    IntArray,
-    KernelCall,
-    Lowering,
-    TensorRef,
-    TensorTable,
-    _binary,
-    _concatenation,
-    _constant,
-    _conversion,
-    _dtype,
-    _need,
-    _pad,
-    _quant,
-    _Refusal,
-    _reshape,
-)
+from heliabuild.codegen.calls import ByteValue, InlineInts, IntArray, KernelCall, Lowering, TensorRef, TensorTable
+from heliabuild.codegen.lowering_math import _binary
+from heliabuild.codegen.lowering_shape import _concatenation, _conversion, _pad, _reshape
+from heliabuild.codegen.operands import _constant, _dtype, _need, _quant, _Refusal
 from heliabuild.kernels import activations, data_movement, int8
 from heliabuild.model.io import Model
 

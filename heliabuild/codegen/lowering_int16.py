@@ -13,21 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from heliabuild.aot.facts import OperatorFacts, TensorFacts
-from heliabuild.codegen.lowering import (
-    _LOWERINGS,
-    Field,
-    IntArray,
-    KernelCall,
-    Lowering,
-    TensorRef,
-    _activation,
-    _constant,
-    _dtype,
-    _filter_scales,
-    _multiplier_fields,
-    _need,
-    _quant,
-)
+from heliabuild.codegen.calls import Field, IntArray, KernelCall, Lowering, TensorRef
+from heliabuild.codegen.lowering import _LOWERINGS
+from heliabuild.codegen.lowering_conv import _filter_scales, _multiplier_fields
+from heliabuild.codegen.operands import _activation, _constant, _dtype, _need, _quant
 from heliabuild.kernels import int16
 from heliabuild.model.io import Model
 

@@ -19,10 +19,11 @@ from pathlib import Path
 from heliabuild import __version__
 from heliabuild.aot.prefix import check_prefix
 from heliabuild.aot.records import load_plan
+from heliabuild.codegen.calls import KernelCall, Lowering
 from heliabuild.codegen.emit import FIRMWARE_MEMORY, ModuleMemory, emit_module
 from heliabuild.codegen.entries import EntryChoice, choose_entries
 from heliabuild.codegen.layout import Layout, plan_layout
-from heliabuild.codegen.lowering import CodegenError, KernelCall, Lowering, lower_model
+from heliabuild.codegen.lowering import CodegenError, lower_model
 from heliabuild.files import json_text, write_all_or_nothing
 from heliabuild.model.io import Model, load_model, model_sha256
 
@@ -59,9 +60,10 @@ def kernel_tables(*, npu: bool = False) -> tuple[dict[str, Lowering], dict[str, 
     from heliabuild.codegen.lowering import FORMS
     from heliabuild.codegen.lowering_data import DATA_FORMS, DATA_LOWERINGS
     from heliabuild.codegen.lowering_int16 import INT16_FORMS, INT16_LOWERINGS
+    from heliabuild.codegen.lowering_state import STATE_FORMS, STATE_LOWERINGS
 
-    extra: dict[str, Lowering] = {**DATA_LOWERINGS, **INT16_LOWERINGS}
-    forms: dict[str, str] = {**FORMS, **DATA_FORMS, **INT16_FORMS}
+    extra: dict[str, Lowering] = {**DATA_LOWERINGS, **STATE_LOWERINGS, **INT16_LOWERINGS}
+    forms: dict[str, str] = {**FORMS, **DATA_FORMS, **STATE_FORMS, **INT16_FORMS}
     if npu:
         from heliabuild.codegen.npu import NPU_FORMS, NPU_LOWERINGS
 

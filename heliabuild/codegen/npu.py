@@ -10,17 +10,9 @@ fast scratch, the feature maps read, those written), as TFLite Micro's Ethos-U o
 from __future__ import annotations
 
 from heliabuild.aot.facts import NPU_OPERATOR, OperatorFacts
-from heliabuild.codegen.lowering import (
-    _ELEMENT_BYTES,
-    IntArray,
-    KernelCall,
-    Lowering,
-    TensorRef,
-    TensorTable,
-    _byte_size,
-    _constant,
-    _need,
-)
+from heliabuild.codegen.calls import IntArray, KernelCall, Lowering, TensorRef, TensorTable
+from heliabuild.codegen.lowering_shape import _ELEMENT_BYTES, _byte_size
+from heliabuild.codegen.operands import _constant, _need
 from heliabuild.model.io import Model
 
 NPU_CALL = ("helia_ethosu_prepare", "helia_ethosu_run", "helia_ethosu_args")

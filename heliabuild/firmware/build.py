@@ -118,7 +118,12 @@ def check_memory_fit(layout: Layout, name: str, source: str) -> None:
     needs = (
         ("the activation arena", found.arena_memory, layout.arena.size, found.arena_bytes),
         ("the constants", found.constant_memory, constants, found.constant_bytes),
-        ("the stream pool and constants pinned to DTCM", "DTCM", layout.pool_bytes + pinned["DTCM"], found.data_bytes),
+        (
+            "the stream pool, the carried state and constants pinned to DTCM",
+            "DTCM",
+            layout.pool_bytes + layout.state_bytes + pinned["DTCM"],
+            found.data_bytes,
+        ),
         ("constants pinned to SRAM", "SRAM", pinned["SRAM"], found.sram_bytes),
     )
     for what, memory, needed, available in needs:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from heliabuild.codegen.lowering import KernelCall
+from heliabuild.codegen.calls import KernelCall
 from heliabuild.errors import HeliaError
 
 KERNEL_SOURCE_DIR = Path(__file__).resolve().parents[1] / "kernels" / "c"

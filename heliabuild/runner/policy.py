@@ -20,13 +20,24 @@ restricted.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heliabuild.documents import MAX_DOCUMENT_BYTES, check_json_values, read_regular_file, read_yaml, shown
-from heliabuild.errors import PolicyError
+from heliabuild.documents import (
+    MAX_DOCUMENT_BYTES,
+    check_json_values,
+    parse_yaml,
+    read_regular_file,
+    read_text,
+    read_yaml,
+    shown,
+)
+from heliabuild.errors import HeliaError, PolicyError
 from heliabuild.schema_files import check_keys, first_error, message_of
 
 SCHEMA_NAME = "policy"
@@ -242,3 +253,108 @@ def _validate_schema(document: Any, source: str) -> None:
     if error is not None:
         where = ".".join(str(part) for part in error.absolute_path) or "(top level)"
         raise PolicyError(f"{source}: {where}: {message_of(error)} (schema policy)")
+
+
+# --- the facts a build reads before any stage runs ---------------------------------------------------------------
+
+SCANNED_KEYS = ("tensor_io", "enabled")
+"""The only keys of a policy file read before the policy is loaded (scan_policy_file): its input files and
+whether it executes."""
+
+
+def scan_policy_file(path: str) -> Any:
+    """The parsed policy file at `path` (read as heliabuild.documents reads YAML: bounded, no aliases), or None
+    when it cannot be read now (load_policy later says why) or names none of SCANNED_KEYS. The file is read at
+    every call and parsed once per distinct content. Nothing is checked: the document is load_policy's to judge.
+
+    YAML writes a key's characters out unless it escapes one with a backslash: folding a line inserts a space
+    or a line break, never joins two pieces of text. So a text with no backslash holds a key only where the
+    key's own characters stand in a row, and a text without any of SCANNED_KEYS needs no parse (nor PyYAML's
+    import, most of a small project's no-op SCons build beyond SCons's own: bench/README.md)."""
+    try:
+        text = read_text(path, "policy")
+        if "\\" not in text and not any(key in text for key in SCANNED_KEYS):
+            return None
+        return _parsed_policy(text)
+    except HeliaError:
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_policy(text: str) -> Any:
+    return parse_yaml(text, "policy", "policy")
+
+
+def _scanned_fvp(document: Any) -> Mapping[str, Any]:
+    defaults = document.get("defaults") if isinstance(document, Mapping) else None
+    fvp = defaults.get("fvp") if isinstance(defaults, Mapping) else None
+    return fvp if isinstance(fvp, Mapping) else {}
+
+
+def scanned_inputs(document: Any) -> list[dict[str, Any]]:
+    """The well-formed `tensor_io.inputs` entries (`{index: int, file: str}`) of a scanned or given policy
+    document, as the document's own dicts; malformed ones are left for load_policy to refuse."""
+    tensor_io = _scanned_fvp(document).get("tensor_io")
+    inputs = tensor_io.get("inputs") if isinstance(tensor_io, Mapping) else None
+    return [
+        entry
+        for entry in (inputs if isinstance(inputs, list) else [])
+        if isinstance(entry, dict)
+        and isinstance(entry.get("index"), int)
+        and not isinstance(entry.get("index"), bool)
+        and isinstance(entry.get("file"), str)
+    ]
+
+
+def scanned_executes(document: Any) -> bool:
+    """Whether a scanned or given policy document executes (`enabled` is not false; None: the default policy)."""
+    return _scanned_fvp(document).get("enabled", True) is not False
+
+
+_KEY_LIKE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[\"']?\s*:(?:\s|$)")
+"""A word followed by a colon, quoted or not: what may be a key of a YAML or JSON policy."""
+
+
+@functools.cache
+def _schema_keys() -> frozenset[str]:
+    """Every property name anywhere in the policy schema."""
+    from heliabuild.schema_files import load_schema
+
+    found: set[str] = set()
+
+    def walk(schema: Any) -> None:
+        if isinstance(schema, dict):
+            found.update(schema.get("properties", {}))
+            for value in schema.values():
+                walk(value)
+        elif isinstance(schema, list):
+            for value in schema:
+                walk(value)
+
+    walk(load_schema(SCHEMA_NAME))
+    return frozenset(found)
+
+
+def scan_policy_keys(policy: Any, path: str | None, source: str = "policy") -> PolicyError | None:
+    """The PolicyError check_policy_keys gives for `policy` when it is a mapping, else for the policy file at
+    `path` (None: no file to read now), named `source`; None when its keys are allowed, or it cannot be read or
+    parsed now (load_policy later says why). A file with no backslash whose every word followed by a colon is
+    a key of the policy schema is not parsed (nor PyYAML imported): its keys are the schema's."""
+    if isinstance(policy, Mapping):
+        document: Any = policy
+        source = "policy"
+    elif path is not None:
+        try:
+            text = read_text(path, "policy")
+            if "\\" not in text and set(_KEY_LIKE.findall(text)) <= _schema_keys():
+                return None
+            document = parse_yaml(text, source, "policy")
+        except HeliaError:
+            return None
+    else:
+        return None
+    try:
+        check_policy_keys(document, source)
+    except PolicyError as error:
+        return error
+    return None

@@ -8,23 +8,18 @@ at its stage after the earlier stages ran.
   checks: importing Vela's table costs a second and a half);
 - the backend: one of BACKENDS (heliabuild.runner.freeze.BACKENDS, restated; a test checks they agree);
 - the platform: one of heliabuild's platform table (heliabuild.aot.shipped, read unvalidated);
-- the policy's keys: a mapping is checked against the policy schema's keys; a file only when a word
-  followed by a colon in it is no key of the policy schema (so an ordinary policy is not parsed, and PyYAML
-  not imported, while the SConscripts are read), and then parsed and checked. The policy's values are the
-  runner stage's to check, as before.
+- the policy's keys (heliabuild.runner.policy.scan_policy_keys: an ordinary policy file is not parsed, and
+  PyYAML not imported, while the SConscripts are read). The policy's values are the runner stage's to check.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from functools import cache
-from typing import Any
 
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.errors import HeliaError, PolicyError
+from heliabuild.runner.policy import scan_policy_keys
 from heliabuild.scons.messages import configuration_error, node_path
 
 BACKENDS = ("litert", "qemu-m55", "fvp")
@@ -32,9 +27,6 @@ BACKENDS = ("litert", "qemu-m55", "fvp")
 
 METHOD_NAME = "HeliaPipeline"
 """heliabuild.scons.pipeline.METHOD_NAME (this module is imported by it)."""
-_KEY_LIKE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[\"']?\s*:(?:\s|$)")
-"""A word followed by a colon, quoted or not: what may be a key of a YAML or JSON policy."""
-POLICY_SCHEMA = "policy"
 
 
 def accelerators() -> list[str]:
@@ -73,58 +65,14 @@ def pipeline_problems(accelerator: object, backend: object, platform: object) ->
     return [problem for problem in problems if problem is not None]
 
 
-@cache
-def _policy_keys() -> frozenset[str]:
-    """Every property name anywhere in the policy schema."""
-    from heliabuild.schema_files import load_schema
-
-    found: set[str] = set()
-
-    def walk(schema: Any) -> None:
-        if isinstance(schema, dict):
-            found.update(schema.get("properties", {}))
-            for value in schema.values():
-                walk(value)
-        elif isinstance(schema, list):
-            for value in schema:
-                walk(value)
-
-    walk(load_schema(POLICY_SCHEMA))
-    return frozenset(found)
-
-
 def policy_problem(policy: object, path: str | None, shown: str = "policy") -> str | None:
     """Why the policy's keys are refused (the policy's own message, with its did-you-mean), or None. `policy`
     is the HELIA_POLICY value; `path` the policy file's path when it is a source file that exists now, which
-    the message names as `shown`."""
-    if isinstance(policy, Mapping):
-        document: Any = policy
-        source = "policy"
-    elif path is not None:
-        from heliabuild.documents import read_text
-
-        try:
-            text = read_text(path, "policy")
-        except HeliaError:
-            return None  # unreadable now: the runner stage says why
-        if "\\" not in text and set(_KEY_LIKE.findall(text)) <= _policy_keys():
-            return None
-        from heliabuild.documents import parse_yaml
-
-        try:
-            document = parse_yaml(text, shown, "policy")
-        except HeliaError:
-            return None  # not YAML: the runner stage says why, with the policy's own message
-        source = shown
-    else:
+    the message names as `shown` (heliabuild.runner.policy.scan_policy_keys)."""
+    error = scan_policy_keys(policy, path, shown)
+    if error is None:
         return None
-    from heliabuild.runner.policy import check_policy_keys
-
-    try:
-        check_policy_keys(document, source)
-    except PolicyError as error:
-        return f"{error.message}{f' (hint: {error.hint})' if error.hint else ''}"
-    return None
+    return f"{error.message}{f' (hint: {error.hint})' if error.hint else ''}"
 
 
 def check_pipeline(env: Environment, name: str, backend: object, options: Mapping[str, object]) -> None:

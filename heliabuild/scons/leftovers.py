@@ -10,7 +10,7 @@ complete or absent, but the temporaries stay. Each stage action therefore
 removes its own targets' leftover temporaries before it runs, so the next
 build leaves a folder as a clean build would. No other build is writing them
 meanwhile: a build holds the project's build lock
-(heliabuild.scons.wiring.lock_the_build) while it runs.
+(heliabuild.scons.process.lock_the_build) while it runs.
 
 `scons -c` removes declared targets and what env.Clean names, nothing else.
 So that it leaves a project as it was before the build, a stage whose file

@@ -17,10 +17,10 @@ variable `CACHEDIR_CLASS`); `remote_cache_class(url)` makes the one of a server.
   stored), `--cache-force` (up-to-date targets are stored too), `--cache-debug` (the server's hits, misses
   and stores too, by SCons's cache signature); with `-n` nothing is fetched.
 
-`configure(env)`, called by the tool, adds the option `--helia-cache-url=URL` and, when it or the
-environment variable HELIA_CACHE_URL gives a URL (the option wins; `--helia-cache-url=` turns a URL of the
-environment off), makes `env`'s CacheDir class the server's, keeping whatever CacheDir path the SConstruct
-set. HELIA_CACHE_TIMEOUT sets the client's timeout in seconds.
+`configure(env)`, called for each environment that declares heliabuild targets (heliabuild.scons.process),
+adds the option `--helia-cache-url=URL` and, when it or the environment variable HELIA_CACHE_URL gives a URL
+(the option wins; `--helia-cache-url=` turns a URL of the environment off), makes `env`'s CacheDir class the
+server's, keeping whatever CacheDir path the SConstruct set. HELIA_CACHE_TIMEOUT sets the client's timeout in seconds.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, ClassVar, TextIO
 
 import SCons.Action
 import SCons.CacheDir
+import SCons.Environment
 from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 from SCons.Node import Node
@@ -170,10 +171,14 @@ def configured_timeout() -> float | None:
 
 
 def configure(env: Environment) -> None:
-    """Add the option and, given a URL, make `env`'s CacheDir class the server's (module docstring)."""
+    """Add the option and, given a URL, make `env`'s CacheDir class the server's (module docstring). For an
+    override environment (a builder called with construction variables), the environment it overrides: SCons
+    asks that one for the CacheDir."""
     add_option()
     given = configured_url()
     if given is None:
         return
     url, source = given
+    while isinstance(env, SCons.Environment.OverrideEnvironment):
+        env = env.__dict__["__subject"]  # SCons keeps no public reference to it
     env["CACHEDIR_CLASS"] = remote_cache_class(url, configured_timeout(), source)

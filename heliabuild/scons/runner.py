@@ -43,19 +43,19 @@ Contract (docs/runner.md, "Wiring"):
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.documents import parse_yaml, read_json, read_text
+from heliabuild.documents import read_json
 from heliabuild.errors import HeliaError
+from heliabuild.runner.policy import scan_policy_file, scanned_executes, scanned_inputs
 from heliabuild.scons.aot import PLATFORM
 from heliabuild.scons.fvp import (
     ETHOSU_DRIVER_DIR,
@@ -69,6 +69,9 @@ from heliabuild.scons.leftovers import remove_leftovers
 from heliabuild.scons.messages import configuration_error, node_path, stage_comstr, stage_failed, stage_warnings
 from heliabuild.scons.progress import stage_action
 from heliabuild.scons.signatures import add_stage_dependencies
+
+if TYPE_CHECKING:
+    from heliabuild.results.summary import BundleFacts
 
 RUNNER_BUILDER_NAME = "HeliaRunner"
 RUN_BUILDER_NAME = "HeliaRun"
@@ -127,58 +130,6 @@ _EXECUTES = "helia_runner_executes"
 """Attribute of runner.json's `attributes`: whether its policy executes (HeliaRun's emitter reads it)."""
 
 
-_READ_KEYS = ("tensor_io", "enabled")
-"""The only keys of a policy the emitters read (_input_entries, _executes)."""
-
-
-def _read_policy_document(path: str) -> Any:
-    """The parsed policy file at `path` (read as heliabuild.documents reads YAML: bounded, no aliases), or None
-    when it cannot be read now (the action reports why) or names none of the keys the emitters read. The file
-    is read for every pipeline, and parsed once per distinct content: a project's pipelines mostly share one
-    policy. The document is only read here.
-
-    YAML writes a key's characters out unless it escapes one with a backslash: folding a line inserts a space
-    or a line break, never joins two pieces of text. So a text with no backslash holds a key only where the
-    key's own characters stand in a row, and a text without `tensor_io` and `enabled` needs no parse (nor
-    PyYAML's import, most of a small project's no-op build beyond SCons's own: bench/README.md)."""
-    try:
-        text = read_text(path, "policy")
-        if "\\" not in text and not any(key in text for key in _READ_KEYS):
-            return None
-        return _parsed_policy(text)
-    except HeliaError:  # unreadable or not YAML: the action reports it with the policy's own message
-        return None
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed_policy(text: str) -> Any:
-    return parse_yaml(text, "policy", "policy")
-
-
-def _fvp(document: Any) -> Mapping[str, Any]:
-    defaults = document.get("defaults") if isinstance(document, Mapping) else None
-    fvp = defaults.get("fvp") if isinstance(defaults, Mapping) else None
-    return fvp if isinstance(fvp, Mapping) else {}
-
-
-def _input_entries(document: Any) -> list[dict[str, Any]]:
-    """The well-formed `tensor_io.inputs` entries of a policy document (malformed ones are the action's)."""
-    tensor_io = _fvp(document).get("tensor_io")
-    inputs = tensor_io.get("inputs") if isinstance(tensor_io, Mapping) else None
-    return [
-        entry
-        for entry in (inputs if isinstance(inputs, list) else [])
-        if isinstance(entry, dict)
-        and isinstance(entry.get("index"), int)
-        and not isinstance(entry.get("index"), bool)
-        and isinstance(entry.get("file"), str)
-    ]
-
-
-def _executes(document: Any) -> bool:
-    return _fvp(document).get("enabled", True) is not False
-
-
 def _real_path(node: Node) -> str:
     """Where the file of `node` is read from, relative to the top folder (the folder actions run in), as
     error messages name it: its build path when built, else its place in the source tree."""
@@ -234,7 +185,7 @@ def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> 
     if isinstance(value, Mapping):
         document = json.loads(json.dumps(value))
         shown = json.loads(json.dumps(value))
-        for entry, shown_entry in zip(_input_entries(document), _input_entries(shown), strict=True):
+        for entry, shown_entry in zip(scanned_inputs(document), scanned_inputs(shown), strict=True):
             node = env.File(entry["file"])
             inputs.append((entry["index"], node))
             entry["file"] = _real_path(node)  # for the action: relative to the calling SConscript's folder
@@ -246,8 +197,8 @@ def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> 
         request["policy_path"] = _real_path(policy_node)
         shown = node_path(policy_node)
         if not policy_node.has_builder() and policy_node.srcnode().exists():
-            document = _read_policy_document(policy_node.srcnode().get_abspath())
-            for entry in _input_entries(document):
+            document = scan_policy_file(policy_node.srcnode().get_abspath())
+            for entry in scanned_inputs(document):
                 inputs.append((entry["index"], policy_node.srcnode().dir.File(entry["file"])))
     elif value is not None:
         raise configuration_error(
@@ -269,7 +220,7 @@ def runner_emitter(target: list[Node], source: list[Node], env: Environment) -> 
         options += (PLATFORM, FVP_FIRMWARE, FVP_TIMELIMIT)
     request["sources"] = {kind: _real_path(node) for kind, node in kinds.items()}
     setattr(runner_json.attributes, _REQUEST, request)
-    setattr(runner_json.attributes, _EXECUTES, _executes(document))
+    setattr(runner_json.attributes, _EXECUTES, scanned_executes(document))
     env.Depends(targets, env.Value(f"{RUNNER_STAGE} policy {request['shown']}"))
     if present:
         env.Depends(targets, present)
@@ -424,7 +375,7 @@ def _bundle_verifies(result: Node) -> bool:
     return True
 
 
-def verified_result(result: Node) -> tuple[str, ...] | None:
+def verified_result(result: Node) -> BundleFacts | None:
     """heliabuild.results.summary.bundle_facts of the bundle of `result` as the integrity check verified it in
     this run, or None when it did not, or did so before SCons rebuilt the target (SCons replaces the node info
     of a target it builds, and checks the new target again)."""

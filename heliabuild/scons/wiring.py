@@ -1,38 +1,24 @@
-"""The heliabuild SCons tool: `generate(env)` and `exists(env)`.
+"""The heliabuild SCons tool: `generate(env)` and `exists(env)`, as SCons's own tools have them.
 
 `heliabuild.scons.tool` (a callable, for `Environment(tools=['default', heliabuild.scons.tool])`) and
-site_scons/site_tools/helia.py (for `env.Tool('helia')`) both delegate here; either adds the
-heliabuild builders and their construction variables to an environment.
+site_scons/site_tools/helia.py (for `env.Tool('helia')`) both delegate here. `generate` touches only `env`;
+every builder and pseudo-builder it adds runs heliabuild.scons.process.configure_build when it declares
+targets.
 """
 
 from __future__ import annotations
 
-import atexit
-import os
-import sys
+import functools
+import importlib.util
+from collections.abc import Callable
 from typing import Any
 
+from SCons.Builder import BuilderBase, ListEmitter
 from SCons.Environment import Base as Environment
-from SCons.Errors import UserError
+from SCons.Node import Node
 
-from heliabuild.locks import LockError, acquire, release
-from heliabuild.scons import (
-    aot,
-    collector,
-    executor,
-    fence,
-    firmware,
-    interrupt,
-    module,
-    pipeline,
-    plan,
-    remote_cache,
-    runner,
-    summary,
-    sweep_table,
-    synth,
-    vela,
-)
+from heliabuild.scons import aot, fence, firmware, module, pipeline, plan, runner, sweep_table, synth, vela
+from heliabuild.scons.process import configure_build
 
 BUILDERS = {
     aot.BUILDER_NAME: aot.aot_builder,
@@ -68,91 +54,52 @@ METHODS = {
 }
 """Method name -> function of every pseudo-builder the tool adds (env.AddMethod)."""
 
-BUILD_LOCK = ".sconsign.heliabuild.lock"
-"""The project's build lock file, in the top folder (lock_the_build)."""
 
-_held: list[int] = []
-"""The descriptor of the build lock once this process holds it."""
+def _configuring_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+    """The first emitter of every heliabuild builder: declaring a heliabuild target configures the build."""
+    configure_build(env)
+    return target, source
 
-MAX_DRIFT = -1
-"""The `max_drift` the tool sets: never take a file's content signature from its modification time."""
+
+def _configuring_builder(factory: Callable[[], BuilderBase]) -> BuilderBase:
+    """A new builder of `factory` whose emitter first configures the build (_configuring_emitter)."""
+    builder = factory()
+    builder.emitter = ListEmitter([_configuring_emitter, *([builder.emitter] if builder.emitter else [])])
+    return builder
+
+
+def _configuring_method(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (a pseudo-builder) configuring the build before it declares anything."""
+
+    @functools.wraps(function)
+    def method(env: Environment, *args: Any, **kwargs: Any) -> Any:
+        configure_build(env)
+        return function(env, *args, **kwargs)
+
+    return method
 
 
 def generate(env: Environment) -> None:
-    """Add the heliabuild builders and pseudo-builders to `env`, and set defaults for their construction variables.
-
-    Variables already set in `env` are kept (env.SetDefault). The decider is
-    not changed: heliabuild relies on SCons's default `content` decider, and
-    a build that switches to a timestamp decider gives up its guarantees.
-    So that the content decider holds for every file, the SCons option
-    `max_drift` is set to -1 (see disable_max_drift). Two builds of one
-    project never run at once (see lock_the_build). The build ends with the summary table of its
-    pipelines (heliabuild.scons.summary). Python's cyclic garbage collector is off while SCons reads and
-    decides, and on while a heliabuild stage runs (heliabuild.scons.collector). The option
-    `--helia-cache-url` (or HELIA_CACHE_URL) adds a remote build cache to the CacheDir
-    (heliabuild.scons.remote_cache).
-    """
-    disable_max_drift()
-    collector.pause()
-    interrupt.watch()
-    remote_cache.configure(env)
-    executor.add_options()
-    executor.check_choice()
-    lock_the_build(env)
-    summary.install()
+    """Add the heliabuild builders and pseudo-builders to `env`, and set defaults for their construction
+    variables (values already in `env` are kept: env.SetDefault). Nothing else: the settings a heliabuild build
+    makes beyond `env` are made when its first target is declared (heliabuild.scons.process, docs/scons.md)."""
     for stage in (aot, fence, firmware, module, plan, runner, sweep_table, synth, vela):
         env.SetDefault(**stage.DEFAULTS)
-    env.Append(BUILDERS={name: factory() for name, factory in BUILDERS.items()})
+    env.Append(BUILDERS={name: _configuring_builder(factory) for name, factory in BUILDERS.items()})
     for name, function in METHODS.items():
-        env.AddMethod(function, name)
+        env.AddMethod(_configuring_method(function), name)
 
 
-def disable_max_drift() -> None:
-    """Set the SCons option `max_drift` to -1 unless the command line or an SConscript set another value.
-
-    With SCons's default (two days), a file whose modification time is older
-    than that and equal to the one recorded keeps its recorded content
-    signature without being read, so an edit that keeps the old mtime
-    (`cp -p`, `tar`, `rsync -t`) is missed. With -1 every file's signature
-    comes from its content. A value the user set (`--max-drift=N`, or
-    `SetOption('max_drift', N)` before the tool is loaded) is kept, except
-    SCons's own default, which cannot be told apart from not setting it.
-    """
-    from SCons.Node.FS import default_max_drift
-    from SCons.Script import GetOption, SetOption
-
-    if GetOption("max_drift") == default_max_drift:
-        SetOption("max_drift", MAX_DRIFT)
-
-
-def lock_the_build(env: Environment) -> None:
-    """Hold the project's build lock, `BUILD_LOCK` in the top folder (beside SCons's database), until this
-    SCons process ends; while another `scons` holds it, say so on stderr and wait.
-
-    Two builds at once would remove each other's targets (SCons removes a
-    target before rebuilding it) and overwrite each other's database. The
-    second build therefore waits and then builds what is still out of date,
-    usually nothing. Help (`-h`) and dry runs (`-n`) write nothing and take
-    no lock. A lock file that cannot be created is a UserError naming it.
-    """
-    from SCons.Script import GetOption
-
-    if _held or GetOption("help") or GetOption("no_exec"):
-        return
-    top = env.Dir("#").get_abspath()
-    path = os.path.join(top, BUILD_LOCK)
-
-    def waiting() -> None:
-        print(f"heliabuild: waiting for the other scons building {top} to finish ({path})", file=sys.stderr, flush=True)
-
-    try:
-        descriptor = acquire(path, on_wait=waiting)
-    except LockError as error:
-        raise UserError(f"heliabuild: {error.message}") from None
-    _held.append(descriptor)
-    atexit.register(release, descriptor, path)
+_NEEDED_MODULES = ("ethosu.vela", "ai_edge_litert")
+"""What every pipeline needs importable: Vela, and LiteRT (models are read and run with it)."""
 
 
 def exists(env: Environment) -> bool:
-    """True: the tool needs only the heliabuild package, which is imported by now."""
+    """Whether heliabuild can build here: Vela and LiteRT are importable (found, not imported)."""
+    for name in _NEEDED_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return False
+        except (ImportError, ValueError):
+            return False
     return True

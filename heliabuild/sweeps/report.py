@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from heliabuild.results.export import axis_ticks
 from heliabuild.sweeps.grid import axis_texts, canonical
 from heliabuild.sweeps.table import QUANTITIES, SweepRow, SweepTable, measured_text, option_text
 from heliabuild.units import kib_text
@@ -49,6 +48,21 @@ svg text { font-size: 12px; fill: #222; }
 .legend { font-size: 13px; margin: 4px 0; }
 .swatch { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; }
 """
+
+
+TICKS = 4
+"""About this many steps from 0 to the peak of a linear axis."""
+
+
+def axis_ticks(peak: float) -> list[float]:
+    """Round tick values from 0 up to the first at or above `peak`: steps of 1, 2, 2.5 or 5 times a power
+    of ten, about TICKS of them (0 and 1 for an axis with nothing above 0)."""
+    if not peak > 0:
+        return [0.0, 1.0]
+    raw = peak / TICKS
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
+    return [round(step * k, 12) for k in range(math.ceil(peak / step - 1e-9) + 1)]
 
 
 def _colour(segment: int) -> str:

@@ -15,6 +15,7 @@ from heliabuild.model.io import Model
 from heliabuild.synth.fallback import cpu_fallback_network
 from heliabuild.synth.families import mobilenet_v3_block, transformer_block, unet_decoder
 from heliabuild.synth.large import large_model
+from heliabuild.synth.lstm import lstm_network
 from heliabuild.synth.mobilenet import mobilenet_v2_network
 from heliabuild.synth.networks import chain_network, int8_network, residual_network
 from heliabuild.synth.recurrent import gru_network
@@ -84,6 +85,11 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "TANH, SUB, MUL, ADD (137 ops, as the converter emits keras GRU(unroll=True))",
         gru_network,
     ),
+    "lstm": (
+        "int8 LSTM sequence model [1,8,8] -> UNIDIRECTIONAL_SEQUENCE_LSTM (integer, 16 units, variable output and "
+        "cell state carried across invokes) -> STRIDED_SLICE (last step) -> FULLY_CONNECTED -> SOFTMAX (4 ops)",
+        lstm_network,
+    ),
     "counter": (
         "float32 stateful model: a CALL_ONCE init subgraph sets a resource variable to 0, each invoke adds 1 "
         "and returns x + counter + bias (for the acquisition lifecycle: carry keeps the state)",
@@ -129,7 +135,7 @@ KINDS: dict[str, str] = {name: description for name, (description, _build) in _B
 SEEDED_KINDS: frozenset[str] = frozenset(
     {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"}
     | {"mobilenet_v3_block", "transformer", "unet_decoder"}
-    | {"gru", "mobilenet_v2", "cpu_fallback"}
+    | {"gru", "mobilenet_v2", "lstm", "cpu_fallback"}
 )
 
 

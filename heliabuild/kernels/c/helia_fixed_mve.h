@@ -22,32 +22,49 @@
 #include <arm_mve.h>
 #include <stdint.h>
 
+/* helia_mbqm_double in each lane, the shift given as left = max(shift, 0) and right = min(shift, 0) (what a
+ * kernel computes once per channel block). */
+static inline int32x4_t helia_mbqm_double_split_x4(int32x4_t x, int32x4_t multiplier, int32x4_t left, int32x4_t right)
+{
+    const int32x4_t high = vqrdmulhq_s32(vshlq_s32(x, left), multiplier);
+    /* -1 for a negative value with a right shift, turning VRSHL's ties-up rounding into ties away from zero. */
+    const int32x4_t fixup = vshrq_n_s32(vandq_s32(high, right), 31);
+    return vrshlq_s32(vqaddq_s32(high, fixup), right); /* VRSHL shifts right by -right */
+}
+
 /* helia_mbqm_double in each lane. */
 static inline int32x4_t helia_mbqm_double_x4(int32x4_t x, int32x4_t multiplier, int32x4_t shift)
 {
     const int32x4_t zero = vdupq_n_s32(0);
-    const int32x4_t right = vminq_s32(shift, zero); /* -max(-shift, 0): VRSHL shifts right by its negation */
-    const int32x4_t high = vqrdmulhq_s32(vshlq_s32(x, vmaxq_s32(shift, zero)), multiplier);
-    /* -1 for a negative value with a right shift, turning VRSHL's ties-up rounding into ties away from zero. */
-    const int32x4_t fixup = vshrq_n_s32(vandq_s32(high, right), 31);
-    return vrshlq_s32(vqaddq_s32(high, fixup), right);
+    return helia_mbqm_double_split_x4(x, multiplier, vmaxq_s32(shift, zero), vminq_s32(shift, zero));
 }
 
-/* helia_mbqm_single in each lane: floor((x * m + 2^(t - 1)) / 2^t) wrapped to int32, t = 31 - shift. */
-static inline int32x4_t helia_mbqm_single_x4(int32x4_t x, int32x4_t multiplier, int32x4_t shift)
+/* helia_mbqm_single in each lane, the shift given as beyond = 32 - t = shift + 1 and low = -t = shift - 31. */
+static inline int32x4_t helia_mbqm_single_split_x4(int32x4_t x, int32x4_t multiplier, int32x4_t beyond, int32x4_t low_shift)
 {
-    const int32x4_t total = vsubq_s32(vdupq_n_s32(31), shift);
-    const int32x4_t beyond = vsubq_s32(vdupq_n_s32(32), total);
+    const int32x4_t zero = vdupq_n_s32(0);
     const int32x4_t high = vmulhq_s32(x, multiplier);
     const uint32x4_t low = vreinterpretq_u32_s32(vmulq_s32(x, multiplier));
     /* t > 32: the low word is below one unit of the rounding, so round the high word by t - 32. */
     const int32x4_t wide = vrshlq_s32(high, beyond);
     /* t < 32: the high word shifted up plus the low word rounded by t (the carry kept). */
-    const int32x4_t narrow =
-        vaddq_s32(vshlq_s32(high, beyond), vreinterpretq_s32_u32(vrshlq_u32(low, vnegq_s32(total))));
-    const int32x4_t result = vpselq_s32(wide, narrow, vcmpgtq_n_s32(total, 32));
+    const int32x4_t narrow = vaddq_s32(vshlq_s32(high, beyond), vreinterpretq_s32_u32(vrshlq_u32(low, low_shift)));
+    const int32x4_t result = vpselq_s32(wide, narrow, vcmpltq_s32(beyond, zero));
     /* t == 32: one rounding multiply. (vcmpeqq_n_s32 here crashes GCC 12.2: "in trunc_int_for_mode".) */
-    return vpselq_s32(vrmulhq_s32(x, multiplier), result, vcmpeqq_s32(total, vdupq_n_s32(32)));
+    return vpselq_s32(vrmulhq_s32(x, multiplier), result, vcmpeqq_s32(beyond, zero));
+}
+
+/* helia_mbqm_single in each lane whose shift is below -1 (t > 32, beyond = shift + 1 < 0), the usual case of a
+ * multiplier below 1/4: only the high word counts. */
+static inline int32x4_t helia_mbqm_single_wide_x4(int32x4_t x, int32x4_t multiplier, int32x4_t beyond)
+{
+    return vrshlq_s32(vmulhq_s32(x, multiplier), beyond);
+}
+
+/* helia_mbqm_single in each lane: floor((x * m + 2^(t - 1)) / 2^t) wrapped to int32, t = 31 - shift. */
+static inline int32x4_t helia_mbqm_single_x4(int32x4_t x, int32x4_t multiplier, int32x4_t shift)
+{
+    return helia_mbqm_single_split_x4(x, multiplier, vaddq_n_s32(shift, 1), vsubq_n_s32(shift, 31));
 }
 
 #endif /* HELIA_FIXED_MVE_H */

@@ -636,4 +636,51 @@ helia_status helia_neg_f16_check(const uint16_t *input, uint16_t *output, int32_
 helia_status helia_neg_f16_run(const uint16_t *input, uint16_t *output, int32_t count);
 helia_status helia_neg_f16(const uint16_t *input, uint16_t *output, int32_t count);
 
+/* UNIDIRECTIONAL_SEQUENCE_LSTM, TFLite's integer form (ops_lstm.c): int8 input, weights and output state,
+ * int16 cell state with a power-of-two scale 2^cell_log2 (-15..-9), gates in Q3.12; no peephole, CIFG, projection or
+ * layer norm. The gate biases hold the zero points folded in: input side bias - input_zp * row sums,
+ * recurrent side -output_state_zp * row sums. output_state and cell_state carry between calls. */
+typedef struct helia_lstm_s8_args {
+    const int8_t *input;         /* [batches, time_steps, input_size], or [time_steps, batches, ...] */
+    const int8_t *input_to_input_weights; /* each [units, input_size] */
+    const int8_t *input_to_forget_weights;
+    const int8_t *input_to_cell_weights;
+    const int8_t *input_to_output_weights;
+    const int8_t *recurrent_to_input_weights; /* each [units, units] */
+    const int8_t *recurrent_to_forget_weights;
+    const int8_t *recurrent_to_cell_weights;
+    const int8_t *recurrent_to_output_weights;
+    const int32_t *input_gate_bias; /* each [units] */
+    const int32_t *forget_gate_bias;
+    const int32_t *cell_gate_bias;
+    const int32_t *output_gate_bias;
+    const int32_t *recurrent_input_gate_bias;
+    const int32_t *recurrent_forget_gate_bias;
+    const int32_t *recurrent_cell_gate_bias;
+    const int32_t *recurrent_output_gate_bias;
+    int32_t input_multipliers[4]; /* gate order input, forget, cell, output */
+    int32_t input_shifts[4];
+    int32_t recurrent_multipliers[4];
+    int32_t recurrent_shifts[4];
+    int8_t *output_state;        /* [batches, units], carried */
+    int16_t *cell_state;         /* [batches, units], carried, 2-byte aligned */
+    int8_t *output;              /* like input with units for input_size */
+    int8_t *scratch;             /* 8 x units bytes, 2-byte aligned */
+    int32_t scratch_bytes;
+    int32_t batches;
+    int32_t time_steps;
+    int32_t input_size;
+    int32_t units;
+    int32_t time_major;          /* 0 or 1 */
+    int32_t cell_log2;           /* -15..-9 */
+    int32_t cell_clip;           /* 0 (none) or the clip in cell-state codes */
+    int32_t hidden_multiplier;
+    int32_t hidden_shift;
+    int32_t hidden_zero_point;
+} helia_lstm_s8_args;
+
+helia_status helia_lstm_s8_check(const helia_lstm_s8_args *args);
+helia_status helia_lstm_s8_run(const helia_lstm_s8_args *args);
+helia_status helia_lstm_s8(const helia_lstm_s8_args *args);
+
 #endif /* HELIA_OPS_H */

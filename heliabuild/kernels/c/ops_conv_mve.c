@@ -325,164 +325,332 @@ void helia_ops_conv2d_im2col_mve(const helia_conv_s8_args *args)
     }
 }
 
+/* ---- four-lane requantization ------------------------------------------------------------------ */
+
+/* What four output channels need to requantize, computed once per block of channels: the shift split as the
+ * rounding wants it (helia_fixed_mve.h). */
+typedef struct requant4 {
+    int32x4_t offset;     /* bias, less input_zero_point * weight sum (modulo 2^32) */
+    int32x4_t multiplier;
+    int32x4_t left;       /* double: max(shift, 0); single: shift + 1 */
+    int32x4_t right;      /* double: min(shift, 0); single: shift - 31 */
+} requant4;
+
+typedef struct output_range {
+    int32_t zero_point;
+    int32_t act_min;
+    int32_t act_max;
+} output_range;
+
+/* The lanes' values of per-channel `values` at channel + index[j]: contiguous channels (`interleave` 1) load
+ * in one VLDRW, the even or the odd channels of eight (2, the depthwise body's widening multiplies) gather. */
+static inline int32x4_t channel_values(const int32_t *values, int32_t channel, uint32x4_t index, mve_pred16_t lanes,
+                                       int interleave)
+{
+    return interleave == 1 ? vldrwq_z_s32(values + channel, lanes)
+                           : vldrwq_gather_shifted_offset_z_s32(values + channel, index, lanes);
+}
+
+/* The constants of the channels channel + index[j], for the lanes j of `lanes`, loaded once per block and layer
+ * (or per im2col pixel), outside the tap loops. */
+static inline requant4 requant_constants(const int32_t *bias, const int32_t *weight_sums, const int32_t *multipliers,
+                                         const int32_t *shifts, int32_t quant_count, int32_t input_zero_point,
+                                         int32_t channel, uint32x4_t index, mve_pred16_t lanes, int interleave,
+                                         int rounding)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    requant4 r;
+    int32x4_t shift;
+    r.offset = bias != NULL ? channel_values(bias, channel, index, lanes, interleave) : zero;
+    r.offset = vmlaq_n_s32(r.offset, channel_values(weight_sums, channel, index, lanes, interleave), -input_zero_point);
+    if (quant_count == 1) {
+        r.multiplier = vdupq_n_s32(multipliers[0]);
+        shift = vdupq_n_s32(shifts[0]);
+    } else {
+        r.multiplier = channel_values(multipliers, channel, index, lanes, interleave);
+        shift = channel_values(shifts, channel, index, lanes, interleave);
+    }
+    if (rounding == ROUND_SINGLE) {
+        r.left = vaddq_n_s32(shift, 1);
+        r.right = vsubq_n_s32(shift, 31);
+    } else {
+        r.left = vmaxq_s32(shift, zero);
+        r.right = vminq_s32(shift, zero);
+    }
+    return r;
+}
+
+/* The four sums `acc` requantized and clamped. Always inlined with constant `rounding` and `wide` (single
+ * rounding with every lane's shift below -1), so each call site compiles one rounding. */
+static inline __attribute__((always_inline)) int32x4_t requantize4(int32x4_t acc, const requant4 *r, int rounding,
+                                                                  int wide, output_range range)
+{
+    const int32x4_t value = vaddq_s32(acc, r->offset);
+    int32x4_t scaled;
+    if (rounding == ROUND_DOUBLE) {
+        scaled = helia_mbqm_double_split_x4(value, r->multiplier, r->left, r->right);
+    } else if (wide) {
+        scaled = helia_mbqm_single_wide_x4(value, r->multiplier, r->left);
+    } else {
+        scaled = helia_mbqm_single_split_x4(value, r->multiplier, r->left, r->right);
+    }
+    scaled = vaddq_n_s32(scaled, range.zero_point);
+    return vminq_s32(vmaxq_s32(scaled, vdupq_n_s32(range.act_min)), vdupq_n_s32(range.act_max));
+}
+
 /* ---- DEPTHWISE_CONV_2D (depth multiplier 1), across channels --------------------------------------- */
 
-/* The first and one-past-last filter index whose input coordinate origin + f * dilation is inside [0, extent). */
-static inline void tap_range(int32_t origin, int32_t dilation, int32_t filter, int32_t extent, int32_t *first,
+/* The first and one-past-last index f < count whose coordinate origin + f * dilation is inside [0, extent). */
+static inline void tap_range(int32_t origin, int32_t dilation, int32_t count, int32_t extent, int32_t *first,
                              int32_t *end)
 {
     int32_t f0 = origin >= 0 ? 0 : (-origin + dilation - 1) / dilation;
     int32_t f1 = extent - origin <= 0 ? 0 : (extent - origin + dilation - 1) / dilation;
-    f0 = f0 < filter ? f0 : filter;
-    f1 = f1 < filter ? f1 : filter;
+    f0 = f0 < count ? f0 : count;
+    f1 = f1 < count ? f1 : count;
     *first = f0;
     *end = f1 > f0 ? f1 : f0;
 }
 
-typedef struct window {
-    const int8_t *input;  /* the input pixel at the first valid tap, at the block's first channel */
-    const int8_t *filter; /* the filter tap of that pixel, at the block's first channel */
-    int32_t rows;         /* valid taps down */
-    int32_t columns;      /* valid taps across */
-    int32_t input_row;    /* bytes from one tap row to the next in the input */
-    int32_t input_column; /* ... and across */
-    int32_t filter_row;   /* bytes from one tap row to the next in the filter */
-    int32_t channels;     /* the filter's tap stride across (output_c) */
-} window;
+/* The requantization of eight channels: the even channels' lanes and the odd ones' (VMULLB, VMULLT), and
+ * zero_point * weight sum, which a pixel whose taps subtract the zero point adds back. */
+typedef struct depthwise_block {
+    requant4 even;
+    requant4 odd;
+    int32x4_t even_delta;
+    int32x4_t odd_delta;
+} depthwise_block;
 
-/* The sums over the window's valid taps of sixteen channels, as the even and the odd channels of each eight
- * (acc[0] even and acc[1] odd of the first eight, acc[2], acc[3] of the next): eight int8 values widened to
- * int16, multiplied into int32 (VMULLB, VMULLT). At a border pixel (`border`) each input value less the zero
- * point (it fits int16), since the weight sums cover every tap. `count` below 16 loads under VCTP (the lanes
- * past it read nothing); 16 loads unpredicated. Always inlined, so that each constant `border` and `count`
- * case is its own loop with the four sums in registers. */
-static inline __attribute__((always_inline)) void depthwise_taps(const window *w, int border, int32_t zero_point,
-                                                                int32_t count, int32x4_t *acc)
+/* The layer's strides, in bytes. */
+typedef struct depthwise_layer {
+    int32_t input_row;     /* one tap row down in the input */
+    int32_t input_column;  /* one tap across in the input */
+    int32_t filter_row;    /* one tap row down in the filter */
+    int32_t channels;      /* one tap across in the filter */
+    int32_t filter_h;
+    int16_t zero_point;
+    output_range range;
+} depthwise_layer;
+
+/* One pass: one output pixel, or two pixels one above the other that share their input rows (stride_h ==
+ * dilation_h: the lower pixel's filter row j - 1 reads the upper one's row j). */
+typedef struct depthwise_pass {
+    const int8_t *input;  /* the input at the first valid row and column, at the group's first channel */
+    const int8_t *filter; /* the filter at row 0 and the first valid column, at the group's first channel */
+    int8_t *out;          /* the (upper) pixel's output, at the group's first channel */
+    int8_t *out_below;    /* the lower pixel's */
+    int32_t first;        /* the valid input rows: pair, rows j in [first, end) of 0..filter_h; else filter rows */
+    int32_t end;
+    int32_t columns;      /* valid filter columns */
+} depthwise_pass;
+
+#define WIDEN_LOAD(p) (whole ? vldrbq_s16(p) : vldrbq_z_s16((p), lanes))
+#define TAP(x, w, e, o)                              \
+    do {                                             \
+        e = vaddq_s32(e, vmullbq_int_s16((x), (w))); \
+        o = vaddq_s32(o, vmulltq_int_s16((x), (w))); \
+    } while (0)
+
+/* The taps of eight channels at `channel` of a pass, and their requantized outputs. Each input value less the
+ * zero point where `border` (a pixel with a padding tap: it fits int16, and the delta restores the folded
+ * weight sums); `whole` loads eight lanes unpredicated, else the `lanes` of a tail. Always inlined, so that each
+ * constant (pair, border, whole) is its own loop with the sums in registers. */
+static inline __attribute__((always_inline)) void depthwise_block_run(const depthwise_layer *layer,
+                                                                     const depthwise_pass *pass,
+                                                                     const depthwise_block *k, int32_t channel,
+                                                                     int pair, int border, int whole,
+                                                                     mve_pred16_t lanes)
 {
-    const int whole = count == 16;
-    const mve_pred16_t first = vctp16q((uint32_t)count);
-    const mve_pred16_t second = vctp16q((uint32_t)(count > 8 ? count - 8 : 0));
-    int32x4_t a0 = vdupq_n_s32(0);
-    int32x4_t a1 = a0;
-    int32x4_t a2 = a0;
-    int32x4_t a3 = a0;
-    int32_t fy;
+    const int32_t middle = pass->end < layer->filter_h ? pass->end : layer->filter_h;
+    const int8_t *in_column = pass->input + channel;
+    const int8_t *filter_column = pass->filter + channel;
+    int32x4_t e0 = vdupq_n_s32(0);
+    int32x4_t o0 = e0;
+    int32x4_t e1 = e0;
+    int32x4_t o1 = e0;
     int32_t fx;
-    for (fy = 0; fy < w->rows; ++fy) {
-        const int8_t *in = w->input + (size_t)fy * (size_t)w->input_row;
-        const int8_t *taps = w->filter + (size_t)fy * (size_t)w->filter_row;
-        for (fx = 0; fx < w->columns; ++fx) {
-            int16x8_t x0 = whole ? vldrbq_s16(in) : vldrbq_z_s16(in, first);
-            int16x8_t x1 = whole ? vldrbq_s16(in + 8) : vldrbq_z_s16(in + 8, second);
-            const int16x8_t w0 = whole ? vldrbq_s16(taps) : vldrbq_z_s16(taps, first);
-            const int16x8_t w1 = whole ? vldrbq_s16(taps + 8) : vldrbq_z_s16(taps + 8, second);
-            if (border) {
-                x0 = vsubq_n_s16(x0, (int16_t)zero_point);
-                x1 = vsubq_n_s16(x1, (int16_t)zero_point);
+    int32_t j;
+    for (fx = 0; fx < pass->columns; ++fx) {
+        const int8_t *in = in_column;
+        int16x8_t x;
+        int16x8_t w;
+        j = pass->first;
+        if (pair) {
+            if (j == 0) {
+                x = WIDEN_LOAD(in);
+                x = border ? vsubq_n_s16(x, layer->zero_point) : x;
+                w = WIDEN_LOAD(filter_column);
+                TAP(x, w, e0, o0);
+                in += layer->input_row;
+                j = 1;
+            } else {
+                w = WIDEN_LOAD(filter_column + (size_t)(j - 1) * (size_t)layer->filter_row);
             }
-            a0 = vaddq_s32(a0, vmullbq_int_s16(x0, w0));
-            a1 = vaddq_s32(a1, vmulltq_int_s16(x0, w0));
-            a2 = vaddq_s32(a2, vmullbq_int_s16(x1, w1));
-            a3 = vaddq_s32(a3, vmulltq_int_s16(x1, w1));
-            in += w->input_column;
-            taps += w->channels;
+            for (; j < middle; ++j) {
+                x = WIDEN_LOAD(in);
+                x = border ? vsubq_n_s16(x, layer->zero_point) : x;
+                TAP(x, w, e1, o1);
+                w = WIDEN_LOAD(filter_column + (size_t)j * (size_t)layer->filter_row);
+                TAP(x, w, e0, o0);
+                in += layer->input_row;
+            }
+            if (j < pass->end) {
+                x = WIDEN_LOAD(in);
+                x = border ? vsubq_n_s16(x, layer->zero_point) : x;
+                TAP(x, w, e1, o1);
+            }
+        } else {
+            const int8_t *taps = filter_column + (size_t)j * (size_t)layer->filter_row;
+            for (; j < pass->end; ++j) {
+                x = WIDEN_LOAD(in);
+                x = border ? vsubq_n_s16(x, layer->zero_point) : x;
+                w = WIDEN_LOAD(taps);
+                TAP(x, w, e0, o0);
+                in += layer->input_row;
+                taps += layer->filter_row;
+            }
+        }
+        in_column += layer->input_column;
+        filter_column += layer->channels;
+    }
+    {
+        const int32x4_t de = border ? k->even_delta : vdupq_n_s32(0);
+        const int32x4_t dd = border ? k->odd_delta : vdupq_n_s32(0);
+        /* The even and odd lanes requantized, interleaved back into channel order (VMOVNB, VMOVNT), 8 bytes. */
+        const int16x8_t upper = vmovntq_s32(
+            vmovnbq_s32(vdupq_n_s16(0),
+                        requantize4(border ? vaddq_s32(e0, de) : e0, &k->even, ROUND_DOUBLE, 0, layer->range)),
+            requantize4(border ? vaddq_s32(o0, dd) : o0, &k->odd, ROUND_DOUBLE, 0, layer->range));
+        if (whole) {
+            vstrbq_s16(pass->out + channel, upper);
+        } else {
+            vstrbq_p_s16(pass->out + channel, upper, lanes);
+        }
+        if (pair) {
+            const int16x8_t lower = vmovntq_s32(
+                vmovnbq_s32(vdupq_n_s16(0),
+                            requantize4(border ? vaddq_s32(e1, de) : e1, &k->even, ROUND_DOUBLE, 0, layer->range)),
+                requantize4(border ? vaddq_s32(o1, dd) : o1, &k->odd, ROUND_DOUBLE, 0, layer->range));
+            if (whole) {
+                vstrbq_s16(pass->out_below + channel, lower);
+            } else {
+                vstrbq_p_s16(pass->out_below + channel, lower, lanes);
+            }
         }
     }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
 }
 
-/* Channels whose requantization one pass holds (four blocks of sixteen): the window of a pixel is found once
- * per pass, and the constants take about 1.5 KiB of stack. */
+#undef WIDEN_LOAD
+#undef TAP
+
+/* Channels one pass covers (eight blocks of eight): the pixel's window is found once per pass and group, and
+ * the constants take 1.3 KiB of stack. */
 #define DEPTHWISE_GROUP 64
+
+/* Every block of a group for one pass: whole blocks in the variant the pass needs, the tail predicated (and
+ * subtracting the zero point, which is exact for every pixel). */
+static void depthwise_pass_run(const depthwise_layer *layer, const depthwise_pass *pass, const depthwise_block *blocks,
+                               int32_t group, int pair, int border)
+{
+    int32_t c;
+    for (c = 0; c + 8 <= group; c += 8) {
+        const depthwise_block *k = &blocks[c / 8];
+        if (pair) {
+            if (border) {
+                depthwise_block_run(layer, pass, k, c, 1, 1, 1, 0xFFFF);
+            } else {
+                depthwise_block_run(layer, pass, k, c, 1, 0, 1, 0xFFFF);
+            }
+        } else if (border) {
+            depthwise_block_run(layer, pass, k, c, 0, 1, 1, 0xFFFF);
+        } else {
+            depthwise_block_run(layer, pass, k, c, 0, 0, 1, 0xFFFF);
+        }
+    }
+    if (c < group) {
+        const mve_pred16_t lanes = vctp16q((uint32_t)(group - c));
+        if (pair) {
+            depthwise_block_run(layer, pass, &blocks[c / 8], c, 1, 1, 0, lanes);
+        } else {
+            depthwise_block_run(layer, pass, &blocks[c / 8], c, 0, 1, 0, lanes);
+        }
+    }
+}
 
 void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args)
 {
     const int32_t channels = args->output_c;
+    /* Two pixels one above the other share their input rows when the rows they read interleave exactly. */
+    const int shared = args->stride_h == args->dilation_h;
     const uint32x4_t even = vidupq_n_u32(0u, 2);
     const uint32x4_t odd = vidupq_n_u32(1u, 2);
+    depthwise_layer layer;
+    depthwise_block blocks[DEPTHWISE_GROUP / 8];
     int32_t b;
     int32_t oy;
     int32_t ox;
     int32_t g;
-    int32_t c;
-    int k;
-    window w;
-    w.input_row = args->dilation_h * args->input_w * channels;
-    w.input_column = args->dilation_w * channels;
-    w.filter_row = args->filter_w * channels;
-    w.channels = channels;
-    /* Up to 64 channels outside, pixels inside: each block's requantization is loaded once per layer. */
+    int32_t k;
+    layer.input_row = args->dilation_h * args->input_w * channels;
+    layer.input_column = args->dilation_w * channels;
+    layer.filter_row = args->filter_w * channels;
+    layer.channels = channels;
+    layer.filter_h = args->filter_h;
+    layer.zero_point = (int16_t)args->input_zero_point;
+    layer.range.zero_point = args->output_zero_point;
+    layer.range.act_min = args->act_min;
+    layer.range.act_max = args->act_max;
+    /* Up to 64 channels outside, pixels inside: each block's constants are loaded once per layer. */
     for (g = 0; g < channels; g += DEPTHWISE_GROUP) {
         const int32_t group = channels - g < DEPTHWISE_GROUP ? channels - g : DEPTHWISE_GROUP;
-        channel_block block[DEPTHWISE_GROUP / 4];
-        int32x4_t border_delta[DEPTHWISE_GROUP / 4]; /* + zp * weight sum: a border pixel subtracts zp per tap */
-        for (k = 0; 8 * (k / 2) < group; ++k) {
-            const int32_t first = g + 8 * (k / 2);
-            block[k] = block_of(args->bias, args->weight_sums, args->multipliers, args->shifts, args->quant_count,
-                                args->input_zero_point, first, channels, k % 2 == 0 ? even : odd, 1);
-            border_delta[k] = vmulq_n_s32(
-                vldrwq_gather_shifted_offset_z_s32(args->weight_sums + first, block[k].index, block[k].lanes),
-                args->input_zero_point);
+        for (k = 0; 8 * k < group; ++k) {
+            const int32_t first = g + 8 * k;
+            const int32_t left = channels - first;
+            const mve_pred16_t even_lanes = vcmpltq_n_s32(vreinterpretq_s32_u32(even), left);
+            const mve_pred16_t odd_lanes = vcmpltq_n_s32(vreinterpretq_s32_u32(odd), left);
+            blocks[k].even = requant_constants(args->bias, args->weight_sums, args->multipliers, args->shifts,
+                                               args->quant_count, args->input_zero_point, first, even, even_lanes, 2,
+                                               ROUND_DOUBLE);
+            blocks[k].odd = requant_constants(args->bias, args->weight_sums, args->multipliers, args->shifts,
+                                              args->quant_count, args->input_zero_point, first, odd, odd_lanes, 2,
+                                              ROUND_DOUBLE);
+            blocks[k].even_delta = vmulq_n_s32(
+                vldrwq_gather_shifted_offset_z_s32(args->weight_sums + first, even, even_lanes), args->input_zero_point);
+            blocks[k].odd_delta = vmulq_n_s32(
+                vldrwq_gather_shifted_offset_z_s32(args->weight_sums + first, odd, odd_lanes), args->input_zero_point);
         }
         for (b = 0; b < args->batches; ++b) {
-            for (oy = 0; oy < args->output_h; ++oy) {
+            for (oy = 0; oy < args->output_h;) {
+                const int pair = shared && oy + 1 < args->output_h;
                 const int32_t origin_y = oy * args->stride_h - args->pad_top;
-                int32_t fy0;
-                int32_t fy1;
-                tap_range(origin_y, args->dilation_h, args->filter_h, args->input_h, &fy0, &fy1);
+                const int32_t rows = args->filter_h + (pair ? 1 : 0);
+                int32_t first;
+                int32_t end;
+                tap_range(origin_y, args->dilation_h, rows, args->input_h, &first, &end);
                 for (ox = 0; ox < args->output_w; ++ox) {
                     const int32_t origin_x = ox * args->stride_w - args->pad_left;
-                    int8_t *out = args->output + (((size_t)b * (size_t)args->output_h + (size_t)oy) *
-                                                      (size_t)args->output_w + (size_t)ox) * (size_t)channels + g;
                     int32_t fx0;
                     int32_t fx1;
-                    int border;
+                    depthwise_pass pass;
                     tap_range(origin_x, args->dilation_w, args->filter_w, args->input_w, &fx0, &fx1);
-                    border = fy0 != 0 || fy1 != args->filter_h || fx0 != 0 || fx1 != args->filter_w;
-                    w.rows = fy1 - fy0;
-                    w.columns = fx1 - fx0;
-                    w.input = args->input + g;
-                    w.filter = args->filter + g;
-                    if (w.rows > 0 && w.columns > 0) { /* else no tap is inside and the loops read nothing */
-                        w.input += (((size_t)b * (size_t)args->input_h + (size_t)(origin_y + fy0 * args->dilation_h)) *
-                                        (size_t)args->input_w + (size_t)(origin_x + fx0 * args->dilation_w)) *
-                                   (size_t)channels;
-                        w.filter += ((size_t)fy0 * (size_t)args->filter_w + (size_t)fx0) * (size_t)channels;
+                    pass.out = args->output +
+                               (((size_t)b * (size_t)args->output_h + (size_t)oy) * (size_t)args->output_w + (size_t)ox) *
+                                   (size_t)channels + (size_t)g;
+                    pass.out_below = pass.out + (size_t)args->output_w * (size_t)channels;
+                    pass.first = first;
+                    pass.end = end;
+                    pass.columns = end > first ? fx1 - fx0 : 0; /* no valid tap: the loops read nothing */
+                    pass.input = args->input + g;
+                    pass.filter = args->filter + g + (size_t)fx0 * (size_t)channels;
+                    if (pass.columns > 0) {
+                        pass.input += (((size_t)b * (size_t)args->input_h + (size_t)(origin_y + first * args->dilation_h)) *
+                                           (size_t)args->input_w + (size_t)(origin_x + fx0 * args->dilation_w)) *
+                                      (size_t)channels;
                     }
-                    for (c = 0; c < group; c += 16) {
-                        const int32_t count = group - c < 16 ? group - c : 16;
-                        const channel_block *at = &block[c / 4];
-                        const int32x4_t *delta = &border_delta[c / 4];
-                        int32x4_t acc[4];
-                        window part = w;
-                        part.input += c;
-                        part.filter += c;
-                        if (count < 16) {
-                            depthwise_taps(&part, border, args->input_zero_point, count, acc);
-                        } else if (border) {
-                            depthwise_taps(&part, 1, args->input_zero_point, 16, acc);
-                        } else {
-                            depthwise_taps(&part, 0, args->input_zero_point, 16, acc);
-                        }
-                        /* Each eight channels: the even and odd lanes requantized, interleaved back into channel
-                         * order (VMOVNB, VMOVNT) and stored as eight bytes. */
-                        for (k = 0; k < 4 && 4 * k < count; k += 2) {
-                            const int32_t left = count - 4 * k;
-                            const int32x4_t e = border ? vaddq_s32(acc[k], delta[k]) : acc[k];
-                            const int32x4_t o = border ? vaddq_s32(acc[k + 1], delta[k + 1]) : acc[k + 1];
-                            const int16x8_t both = vmovntq_s32(
-                                vmovnbq_s32(vdupq_n_s16(0), requantize_block(e, &at[k], ROUND_DOUBLE,
-                                                                             args->output_zero_point, args->act_min,
-                                                                             args->act_max)),
-                                requantize_block(o, &at[k + 1], ROUND_DOUBLE, args->output_zero_point, args->act_min,
-                                                 args->act_max));
-                            vstrbq_p_s16(out + c + 4 * k, both, vctp16q((uint32_t)(left < 8 ? left : 8)));
-                        }
-                    }
+                    depthwise_pass_run(&layer, &pass, blocks, group, pair,
+                                       first != 0 || end != rows || fx0 != 0 || fx1 != args->filter_w);
                 }
+                oy += pair ? 2 : 1;
             }
         }
     }

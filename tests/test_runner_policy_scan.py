@@ -1,10 +1,10 @@
-"""The SConscript-time policy reader: a policy it does not parse gives the emitters what its parse would.
+"""heliabuild.runner.policy.scan_policy_file: a policy it does not parse gives the facts its parse would.
 
-While the SConscripts are read, the runner emitter needs two facts of a policy file: the `tensor_io` input
-files (dependencies and targets) and whether the policy executes (`enabled`). A policy that cannot name
-either is not parsed (nor PyYAML imported). These tests check, over generated policies in every YAML style
-and with keys written in the ways YAML allows (plain, quoted, escaped, continued on the next line), that the
-facts are always those of a full parse.
+While the SConscripts are read, the runner emitter (heliabuild.scons.runner) needs two facts of a policy
+file: the `tensor_io` input files (dependencies and targets) and whether the policy executes (`enabled`). A
+policy that cannot name either is not parsed (nor PyYAML imported). These tests check, over generated
+policies in every YAML style and with keys written in the ways YAML allows (plain, quoted, escaped, continued
+on the next line), that the facts are always those of a full parse.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 from heliabuild.documents import parse_yaml
 from heliabuild.errors import HeliaError
-from heliabuild.scons.runner import _executes, _input_entries, _read_policy_document
+from heliabuild.runner.policy import scan_policy_file, scanned_executes, scanned_inputs
 
 KEYS = ["tensor_io", "enabled", "inputs", "file", "index", "defaults", "fvp", "acquisition", "state", "x"]
 
 
 def _facts(document: Any) -> tuple[list[tuple[int, str]], bool]:
-    return [(entry["index"], entry["file"]) for entry in _input_entries(document)], _executes(document)
+    return [(entry["index"], entry["file"]) for entry in scanned_inputs(document)], scanned_executes(document)
 
 
 def _parsed_facts(text: str) -> tuple[list[tuple[int, str]], bool]:
@@ -95,16 +95,16 @@ def test_the_reader_gives_what_a_parse_gives(
         text = _respelled(text, key, spelling)
     path = tmp_path_factory.mktemp("policy") / "policy.yaml"
     path.write_text(text, encoding="utf-8")
-    assert _facts(_read_policy_document(str(path))) == _parsed_facts(text), text
+    assert _facts(scan_policy_file(str(path))) == _parsed_facts(text), text
 
 
 def test_an_escaped_key_is_still_read(tmp_path: Path) -> None:
     """A key only a backslash escape spells out is parsed: the policy's input file is a dependency."""
     path = tmp_path / "policy.yaml"
     path.write_text('defaults:\n  fvp:\n    "tensor\\x5fio": {inputs: [{index: 0, file: in.bin}]}\n', encoding="utf-8")
-    assert _facts(_read_policy_document(str(path))) == ([(0, "in.bin")], True)
+    assert _facts(scan_policy_file(str(path))) == ([(0, "in.bin")], True)
     path.write_text('defaults: {fvp: {"\\u0065nabled": false}}\n', encoding="utf-8")
-    assert _facts(_read_policy_document(str(path))) == ([], False)
+    assert _facts(scan_policy_file(str(path))) == ([], False)
 
 
 def test_a_policy_naming_no_key_read_imports_no_yaml(tmp_path: Path) -> None:
@@ -114,8 +114,8 @@ def test_a_policy_naming_no_key_read_imports_no_yaml(tmp_path: Path) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text("defaults:\n  fvp:\n    acquisition: {state: carry, measured_invokes: 3}\n", encoding="utf-8")
     probe = (
-        "import sys; from heliabuild.scons.runner import _read_policy_document; "
-        f"assert _read_policy_document({str(path)!r}) is None; print('yaml' in sys.modules)"
+        "import sys; from heliabuild.runner.policy import scan_policy_file; "
+        f"assert scan_policy_file({str(path)!r}) is None; print('yaml' in sys.modules)"
     )
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "False"
