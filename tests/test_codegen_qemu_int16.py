@@ -1,8 +1,8 @@
 """The int16 (16x8) operators through the module generator on QEMU mps3-an547: single-operator models of
-FULLY_CONNECTED, CONV_2D, LOGISTIC, TANH and SOFTMAX and a chain of every int16 kernel (fenced and unfenced)
-are admitted, lowered (heliabuild.codegen.lowering_int16), built into a Cortex-M55 firmware and run; every
-output byte equals LiteRT's reference kernels on the same input bytes. Forms no kernel takes are refused at
-admission, naming the operator and the reason, and the hint lists the int16 forms."""
+FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, LOGISTIC, TANH and SOFTMAX and a chain of every int16 kernel (fenced
+and unfenced) are admitted, lowered (heliabuild.codegen.lowering_int16), built into a Cortex-M55 firmware and
+run; every output byte equals LiteRT's reference kernels on the same input bytes. Forms no kernel takes are
+refused at admission, naming the operator and the reason, and the hint lists the int16 forms."""
 
 from __future__ import annotations
 
@@ -46,6 +46,14 @@ def _cases() -> list[tuple[str, object]]:
                 (2, 7, 6, 3), conv_filter, rng.uniform(1e-3, 1e-2, 5), rng.integers(-(2**30), 2**30, 5),
                 Quant(3e-4, 0), Quant(5e-2, 0), (2, 4, 3, 5), stride=(2, 2), dilation=(1, 1), padding="SAME",
                 activation="NONE",
+            ),
+        ),
+        (
+            "depthwise-conv-s16",
+            conv_s16_model(
+                (1, 6, 7, 3), rng.integers(-127, 128, (1, 3, 3, 6)), rng.uniform(1e-3, 1e-2, 6),
+                rng.integers(-(2**30), 2**30, 6), Quant(3e-4, 0), Quant(5e-2, 0), (1, 6, 7, 6), stride=(1, 1),
+                dilation=(1, 1), padding="SAME", activation="RELU", depthwise=True,
             ),
         ),
         ("logistic-s16", unary_s16_model("LOGISTIC", (2, 300), Quant(4e-4, 0))),
@@ -100,12 +108,5 @@ def test_the_refusal_hint_lists_the_int16_forms(tmp_path: Path) -> None:
     hint = refused.value.hint or ""
     listed = re.search(r"int8 and int16 \(16x8\): ([A-Z0-9_, ]+)", hint)
     assert listed is not None, hint
-    assert set(listed.group(1).split(", ")) == {
-        "ADD",
-        "MUL",
-        "CONV_2D",
-        "FULLY_CONNECTED",
-        "LOGISTIC",
-        "TANH",
-        "SOFTMAX",
-    }
+    expected = {"ADD", "MUL", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "LOGISTIC", "TANH", "SOFTMAX"}
+    assert set(listed.group(1).split(", ")) == expected

@@ -49,18 +49,24 @@ def conv_s16_model(
     dilation: tuple[int, int],
     padding: str,
     activation: str,
+    depthwise: bool = False,
 ) -> Model:
-    """CONV_2D 16x8; LiteRT requires the bias of this form."""
+    """CONV_2D or DEPTHWISE_CONV_2D 16x8; LiteRT requires the bias of this form."""
     builder = GraphBuilder()
     x = builder.activation("input", input_shape, "int16", _q(input_quant))
-    weights = _weights(builder, filter, filter_scales, 0, bias, input_quant.scale, np.int64)
+    weights = _weights(builder, filter, filter_scales, 3 if depthwise else 0, bias, input_quant.scale, np.int64)
     y = builder.activation("output", output_shape, "int16", _q(output_quant))
-    options = schema.Conv2DOptionsT()
+    if depthwise:
+        options = schema.DepthwiseConv2DOptionsT()
+        options.depthMultiplier = filter.shape[3] // input_shape[3]
+        code, version = OP.DEPTHWISE_CONV_2D, 5
+    else:
+        options, code, version = schema.Conv2DOptionsT(), OP.CONV_2D, 4
     options.padding = PADDING_CODES[padding]
     options.strideH, options.strideW = stride
     options.dilationHFactor, options.dilationWFactor = dilation
     options.fusedActivationFunction = ACTIVATION_CODES[activation]
-    builder.operator(OP.CONV_2D, [x, *weights], [y], options, version=4)
+    builder.operator(code, [x, *weights], [y], options, version=version)
     return _finish(builder, [x], y, "conv_s16")
 
 
