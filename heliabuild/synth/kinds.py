@@ -12,6 +12,7 @@ from functools import partial
 
 from heliabuild.errors import HeliaError
 from heliabuild.model.io import Model
+from heliabuild.synth.fallback import cpu_fallback_network
 from heliabuild.synth.families import mobilenet_v3_block, transformer_block, unet_decoder
 from heliabuild.synth.large import large_model
 from heliabuild.synth.lstm import lstm_network
@@ -120,13 +121,18 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
     ),
     "mobilenet_v3_block": (
         "int8 MobileNetV3-small block [1,16,16,8]: CONV_2D, HARD_SWISH, DEPTHWISE_CONV_2D, squeeze-excite "
-        "(AVERAGE_POOL_2D, LOGISTIC, MUL), residual ADD, pooled FULLY_CONNECTED head, SOFTMAX (19 ops)",
+        "(MEAN, LOGISTIC, MUL), residual ADD, MEAN-pooled FULLY_CONNECTED head, SOFTMAX (18 ops)",
         mobilenet_v3_block,
     ),
     "transformer": (
-        "int8 transformer encoder block [1,8,16]: layer norm (AVERAGE_POOL_2D means, SQUARED_DIFFERENCE, RSQRT, "
-        "MUL), self-attention (FULLY_CONNECTED, BATCH_MATMUL, SOFTMAX), residual ADD (21 ops)",
+        "int8 transformer encoder block [1,8,16]: layer norm (MEAN, SQUARED_DIFFERENCE, RSQRT, "
+        "MUL), self-attention (FULLY_CONNECTED, BATCH_MATMUL, SOFTMAX), residual ADD (17 ops)",
         transformer_block,
+    ),
+    "cpu_fallback": (
+        "int8 [1,16,16,4]: SPACE_TO_DEPTH of the input (output 0) -> CONV_2D (output 1); CONV_2D -> SPACE_TO_DEPTH "
+        "-> CONV_2D (output 2); Vela 5.2 leaves both SPACE_TO_DEPTH on the CPU, the second between two command streams",
+        cpu_fallback_network,
     ),
     "unet_decoder": (
         "int8 U-Net decoder [1,16,16,4] -> [1,32,32,2]: CONV_2D encoder, TRANSPOSE_CONV, skip CONCATENATION, "
@@ -145,7 +151,7 @@ SEEDED_KINDS: frozenset[str] = frozenset(
     {"chain", "kws", "residual", "random", "counter", "counter_no_init", "counter_int8", "counter_int8_no_init"}
     | {"large"}
     | {"mobilenet_v3_block", "transformer", "unet_decoder"}
-    | {"gru", "mobilenet_v2", "lstm", "svdf"}
+    | {"gru", "mobilenet_v2", "lstm", "svdf", "cpu_fallback"}
 )
 
 
