@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from heliabuild.kernels.fixed_point import _wrap32
+from heliabuild.kernels.fixed_point import _wrap32, quantize_multiplier
 from heliabuild.kernels.int8 import (
     _I8,
     Int8KernelError,
@@ -33,7 +33,6 @@ from heliabuild.kernels.int8 import (
     Quant,
     _c_array,
     _pointer,
-    quantize_multiplier,
 )
 
 GATE_SCALE = 2.0**-12
