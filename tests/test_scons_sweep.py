@@ -143,6 +143,15 @@ def test_the_table_has_one_row_per_point_in_json_csv_and_on_the_terminal(
     )
     assert "note: host time is LiteRT on this machine's CPU: not comparable with Vela's NPU estimate" in result.stdout
     assert "kws_sweep.1 " not in result.stdout.split("sweep kws_sweep: 4 points")[0]  # no pipeline-summary rows
+    summary = json.loads((folder / "build" / "heliabuild-summary.json").read_text(encoding="utf-8"))
+    assert summary["pipelines"] == [] and summary["sweeps"] == [
+        {
+            "sweep": "kws_sweep",
+            "csv": "kws_sweep/kws_sweep_sweep.csv",
+            "json": "kws_sweep/kws_sweep_sweep.json",
+            "html": "kws_sweep/kws_sweep_sweep.html",
+        }
+    ]
 
 
 def test_sweep_builds_are_byte_identical_to_the_same_pipelines_built_alone(
