@@ -17,7 +17,7 @@ from heliabuild.firmware import C_SOURCE_DIR
 from heliabuild.firmware.build import TARGETS as FIRMWARE_TARGETS
 from heliabuild.fvp import aot_firmware
 from heliabuild.fvp.targets import MAC_COUNTS, PLATFORM_TARGETS, resolve_target
-from heliabuild.runner import qemu as qemu_backend
+from heliabuild.runner.backends import qemu_m55 as qemu_backend
 from heliabuild.schema_files import load_schema
 
 TABLE = targets.table()

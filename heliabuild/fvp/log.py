@@ -19,7 +19,8 @@ The UART log is the authority: a firmware's verdict is what it printed, read by 
 5. was not ended by an FVP that exited with a non-zero status (MLIA fails such a run too, after a complete log).
 
 A log that shows neither ending, or that `read_job` finds no counters in, is an UnreadLog (an FvpError) naming
-what was missing: heliabuild.runner.fvp keeps that log in the failed run's own folder and names it.
+what was missing: heliabuild.runner.backends.fvp_common.keep_log keeps that log in the failed run's own folder
+and names it.
 
 `read_job(run, npu, source)` reads a prebuilt runner's job (either ending; a core-platform runner must report
 exit code 0): exactly one `<metrics>BASE64</metrics>` block (MLEK: the line `INFO - <metrics>...</metrics>`),

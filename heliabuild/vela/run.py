@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from heliabuild import sessions
 from heliabuild.documents import read_json, read_regular_file
 from heliabuild.errors import HeliaError, VelaError
 from heliabuild.fence.contract import is_fence_name
@@ -322,11 +323,27 @@ def _run_vela(model: Path, work: Path, options: VelaOptions, in_process: bool) -
 
 
 def _vela_subprocess(model: Path, work: Path, arguments: list[str]) -> tuple[int, str]:
+    """Vela as a subprocess: its exit status and its output. It runs in a session of its own, counted as running
+    (heliabuild.sessions), so an interrupt of this process on any thread (an SCons build's, which only the
+    scons process may receive) ends it; an exception here (Ctrl-C of the `heliabuild` command) kills it."""
     try:
-        run = subprocess.run(in_process_vela.command(arguments), cwd=work, capture_output=True, text=True, check=False)
+        process = subprocess.Popen(
+            in_process_vela.command(arguments),
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     except OSError as error:
         raise VelaError(f"{model}: cannot start Vela: {error}") from None
-    return run.returncode, run.stdout + run.stderr
+    with process, sessions.running(process.pid):
+        try:
+            stdout, stderr = process.communicate()
+        except BaseException:
+            process.kill()
+            raise
+    return process.returncode, stdout + stderr
 
 
 def _vela_message(output: str) -> str:
