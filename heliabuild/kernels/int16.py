@@ -34,13 +34,13 @@ from heliabuild.kernels.int8 import (
     Quant,
     _c_array,
     _dims,
-    _multipliers,
     _pointer,
     activation_range,
     add_params,
     conv_params,
     mul_params,
 )
+from heliabuild.kernels.int8_params import _multipliers
 
 ADD_S16_LEFT_SHIFT = 15
 INT16_RANGE = (-32768, 32767)
