@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from heliabuild.errors import FvpError
+from heliabuild.targets import table
 
 SOURCE = "heliabuild-aot"
 """runner.json's `fvp.firmware.source` for heliabuild's AOT firmware."""
-TARGET = "corstone300"
-PLATFORMS = ("corstone-300",)
+(_MACHINE,) = table().fvp_firmware_machines()
+TARGET = _MACHINE.name
+PLATFORMS = (_MACHINE.fvp_platform,)
 ELF_FILE = "fvp/firmware.elf"
 LAYOUT_FILE = "fvp/firmware_layout.json"
 PREFIX = "model"

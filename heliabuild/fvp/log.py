@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from heliabuild.errors import FvpError, HeliaError
+from heliabuild.errors import FvpError, HeliaError, UnreadLog
 
 EOT = "\x04"
 COUNTER_LIMIT = 1 << 63
@@ -83,16 +83,6 @@ _WORDS = {
     "num_axi_sram": "AXI SRAM ports",
     "num_axi_ext": "AXI external ports",
 }
-
-
-class UnreadLog(FvpError):
-    """A UART log that shows no ending heliabuild reads, or no counters where a job needs them: the caller keeps
-    the log (`output`, the bytes the FVP wrote) where the user can read it."""
-
-    def __init__(self, message: str, run: Any) -> None:
-        super().__init__(message)
-        text = "" if run is None else run.console
-        self.output: bytes = getattr(run, "output", b"") or text.encode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)

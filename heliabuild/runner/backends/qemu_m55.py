@@ -38,11 +38,12 @@ from heliabuild.runner.firmware import (
 from heliabuild.runner.measurement import Counts, Figures, MeasuredSample, Measurement, Sanity, Scopes
 from heliabuild.runner.record import RunnerPolicy
 from heliabuild.runner.verification import verify_samples
+from heliabuild.targets import table
 
 NAME = "qemu-m55"
 RUNTIME = "aot"
 """The runtime a qemu-m55 run executes: generated AOT code (the receipt's initialization is before_measurement)."""
-TARGET = "mps3_an547"
+TARGET = table().qemu_machine().name
 ELF_FILE = "firmware.elf"
 LAYOUT_FILE = "firmware_layout.json"
 INSTRUCTIONS_PER_TICK_NUMERATOR = 125
