@@ -17,6 +17,7 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
+from heliabuild.runner.backends import FVP_FIRMWARES
 from heliabuild.scons.aot import PLATFORM
 from heliabuild.scons.leftovers import clean_earlier
 from heliabuild.scons.messages import configuration_error, node_path
@@ -27,7 +28,6 @@ STAGE = "runner"
 FVP_BACKEND = "fvp"
 FVP_FIRMWARE = "HELIA_FVP_FIRMWARE"
 FVP_TIMELIMIT = "HELIA_FVP_TIMELIMIT"
-FVP_FIRMWARES = ("prebuilt", "aot")
 ETHOSU_DRIVER_DIR = "HELIA_ETHOSU_DRIVER_DIR"
 AOT_TARGET = table().fvp_firmware_machines()[0].name
 AOT_FILES = ("fvp/firmware.elf", "fvp/firmware_layout.json")
