@@ -1,5 +1,6 @@
-"""The int16 (16x8) FULLY_CONNECTED and CONV_2D C kernels (c/ops_int16_conv.c), byte for byte against LiteRT's
-reference kernels (BUILTIN_REF): int16 activations, int8 weights per tensor or per channel, int64 bias."""
+"""The int16 (16x8) FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D C kernels (c/ops_int16_conv.c), byte for byte
+against LiteRT's reference kernels (BUILTIN_REF): int16 activations, int8 weights per tensor or per channel, int64
+bias."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def test_fully_connected_s16_is_bit_exact(
     assert got.tobytes() == expected.tobytes()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     batches=st.integers(1, 2),
     size=st.tuples(st.integers(1, 9), st.integers(1, 9)),
@@ -98,6 +99,7 @@ def test_fully_connected_s16_is_bit_exact(
     stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
     dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
     padding=st.sampled_from(["SAME", "VALID"]),
+    depthwise=st.booleans(),
     per_channel=st.booleans(),
     input_scale=st.floats(1e-5, 1e-2),
     output_scale=st.floats(1e-4, 1.0),
@@ -106,7 +108,7 @@ def test_fully_connected_s16_is_bit_exact(
     extreme=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_conv2d_s16_is_bit_exact(
+def test_conv2d_and_depthwise_s16_are_bit_exact(
     kernels: Int16Kernels,
     batches: int,
     size: tuple[int, int],
@@ -116,6 +118,7 @@ def test_conv2d_s16_is_bit_exact(
     stride: tuple[int, int],
     dilation: tuple[int, int],
     padding: str,
+    depthwise: bool,
     per_channel: bool,
     input_scale: float,
     output_scale: float,
@@ -124,8 +127,13 @@ def test_conv2d_s16_is_bit_exact(
     extreme: bool,
     seed: int,
 ) -> None:
+    """`depthwise`: DEPTHWISE_CONV_2D with depth multiplier `output_channels`."""
     rng = np.random.default_rng(seed)
-    filter = rng.integers(-127, 128, (output_channels, *kernel, channels), dtype=np.int8)
+    if depthwise:
+        output_channels *= channels
+        filter = rng.integers(-127, 128, (1, *kernel, output_channels), dtype=np.int8)
+    else:
+        filter = rng.integers(-127, 128, (output_channels, *kernel, channels), dtype=np.int8)
     scales = rng.uniform(1e-3, 1e-1, output_channels if per_channel else 1).astype(np.float32)
     bias = _bias(rng, output_channels, bias_magnitude)
     qi, qo = Quant(input_scale, 0), Quant(output_scale, 0)
@@ -133,14 +141,14 @@ def test_conv2d_s16_is_bit_exact(
     try:
         params = conv_s16_params(
             x.shape, filter.shape, qi, scales, qo, stride=stride, dilation=dilation, padding=padding,
-            activation=activation,
+            activation=activation, depthwise=depthwise,
         )  # fmt: skip
     except Int8KernelError as refused:
         assert "does not fit" in refused.message
         return
     model = conv_s16_model(
         x.shape, filter, scales, bias, qi, qo, params.output_shape, stride=stride, dilation=dilation,
-        padding=padding, activation=activation,
+        padding=padding, activation=activation, depthwise=depthwise,
     )  # fmt: skip
     expected = run_reference(model, [x])
     assert kernels.conv_s16(params, x, filter, bias).tobytes() == expected.tobytes()

@@ -1,7 +1,7 @@
-"""The int16 (16x8) FULLY_CONNECTED, CONV_2D, LOGISTIC, TANH and SOFTMAX kernels on the target: seeded random
-cases of each (CASES_PER_OPERATOR), their outputs taken from LiteRT's reference kernels, replayed by one
-Cortex-M55 firmware on QEMU mps3-an547 (tests/test_kernels_int8_m55.py's replay); every output must match
-LiteRT byte for byte there too."""
+"""The int16 (16x8) FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, LOGISTIC, TANH and SOFTMAX kernels on the
+target: seeded random cases of each (CASES_PER_OPERATOR), their outputs taken from LiteRT's reference kernels,
+replayed by one Cortex-M55 firmware on QEMU mps3-an547 (tests/test_kernels_int8_m55.py's replay); every output
+must match LiteRT byte for byte there too."""
 
 from __future__ import annotations
 
@@ -58,27 +58,33 @@ def case_fully_connected(k: int16.Int16Kernels, rng: np.random.Generator) -> np.
     return expected
 
 
-def case_conv(k: int16.Int16Kernels, rng: np.random.Generator) -> np.ndarray:
-    n, h, w, c, oc = (int(v) for v in rng.integers(1, [3, 8, 8, 5, 5]))
-    kernel = (int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1)))
-    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-    padding = str(rng.choice(["SAME", "VALID"]))
-    filter = rng.integers(-127, 128, (oc, *kernel, c), dtype=np.int8)
-    scales = _scales(rng, oc)
-    bias = rng.integers(-(2**38), 2**38, oc, dtype=np.int64)
-    qi, qo = Quant(float(rng.uniform(1e-5, 1e-3)), 0), Quant(float(rng.uniform(1e-2, 1.0)), 0)
-    activation = str(rng.choice(ACTIVATIONS))
-    x = rng.integers(-32768, 32768, (n, h, w, c), dtype=np.int16)
-    params = int16.conv_s16_params(
-        x.shape, filter.shape, qi, scales, qo, stride=stride, padding=padding, activation=activation
-    )
-    model = conv_s16_model(
-        x.shape, filter, scales, bias, qi, qo, params.output_shape, stride=stride, dilation=(1, 1),
-        padding=padding, activation=activation,
-    )  # fmt: skip
-    expected = run_reference(model, [x])
-    k.conv_s16(params, x, filter, bias)
-    return expected
+def _conv(depthwise: bool) -> Case:
+    def case(k: int16.Int16Kernels, rng: np.random.Generator) -> np.ndarray:
+        n, h, w, c, oc = (int(v) for v in rng.integers(1, [3, 8, 8, 5, 5]))
+        kernel = (int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1)))
+        stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        padding = str(rng.choice(["SAME", "VALID"]))
+        if depthwise:
+            oc *= c
+        filter = rng.integers(-127, 128, (1, *kernel, oc) if depthwise else (oc, *kernel, c), dtype=np.int8)
+        scales = _scales(rng, oc)
+        bias = rng.integers(-(2**38), 2**38, oc, dtype=np.int64)
+        qi, qo = Quant(float(rng.uniform(1e-5, 1e-3)), 0), Quant(float(rng.uniform(1e-2, 1.0)), 0)
+        activation = str(rng.choice(ACTIVATIONS))
+        x = rng.integers(-32768, 32768, (n, h, w, c), dtype=np.int16)
+        params = int16.conv_s16_params(
+            x.shape, filter.shape, qi, scales, qo, stride=stride, padding=padding, activation=activation,
+            depthwise=depthwise,
+        )  # fmt: skip
+        model = conv_s16_model(
+            x.shape, filter, scales, bias, qi, qo, params.output_shape, stride=stride, dilation=(1, 1),
+            padding=padding, activation=activation, depthwise=depthwise,
+        )  # fmt: skip
+        expected = run_reference(model, [x])
+        k.conv_s16(params, x, filter, bias)
+        return expected
+
+    return case
 
 
 def _sigmoid(operator: str) -> Case:
@@ -103,7 +109,8 @@ def case_softmax(k: int16.Int16Kernels, rng: np.random.Generator) -> np.ndarray:
 
 CASES: dict[str, Case] = {
     "fully_connected_s16": case_fully_connected,
-    "conv2d_s16": case_conv,
+    "conv2d_s16": _conv(depthwise=False),
+    "depthwise_conv2d_s16": _conv(depthwise=True),
     "logistic_s16": _sigmoid("LOGISTIC"),
     "tanh_s16": _sigmoid("TANH"),
     "softmax_s16": case_softmax,

@@ -12,8 +12,23 @@ from heliabuild.model import serialize
 from heliabuild.synth import synthesize
 
 PATTERNS = {
-    "mobilenet_v3_block": {"HARD_SWISH": 4, "LOGISTIC": 1, "MUL": 1, "DEPTHWISE_CONV_2D": 1, "ADD": 1},
-    "transformer": {"SQUARED_DIFFERENCE": 1, "RSQRT": 1, "BATCH_MATMUL": 2, "SOFTMAX": 1, "AVERAGE_POOL_2D": 2},
+    "mobilenet_v3_block": {
+        "HARD_SWISH": 4,
+        "LOGISTIC": 1,
+        "MUL": 1,
+        "DEPTHWISE_CONV_2D": 1,
+        "ADD": 1,
+        "MEAN": 2,
+        "AVERAGE_POOL_2D": 0,
+    },
+    "transformer": {
+        "SQUARED_DIFFERENCE": 1,
+        "RSQRT": 1,
+        "BATCH_MATMUL": 2,
+        "SOFTMAX": 1,
+        "MEAN": 2,
+        "AVERAGE_POOL_2D": 0,
+    },
     "unet_decoder": {"TRANSPOSE_CONV": 1, "CONCATENATION": 1, "RESIZE_BILINEAR": 1, "RESIZE_NEAREST_NEIGHBOR": 1},
 }
 

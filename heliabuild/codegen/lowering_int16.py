@@ -1,7 +1,8 @@
-"""Lowering of the TFLite converter's int16 (16x8) forms beyond ADD and MUL: FULLY_CONNECTED and CONV_2D (int16
-activations with zero point 0, int8 symmetric weights, int64 bias) to `c/ops_int16_conv.c`, and LOGISTIC, TANH
-and SOFTMAX (int16, output scale 2^-15) to `c/ops_int16_lut.c`, their tables emitted beside the call. The
-parameters are heliabuild.kernels.int16's, the derivation its bit-exactness tests use against LiteRT.
+"""Lowering of the TFLite converter's int16 (16x8) forms beyond ADD and MUL: FULLY_CONNECTED, CONV_2D and
+DEPTHWISE_CONV_2D (int16 activations with zero point 0, int8 symmetric weights, int64 bias) to
+`c/ops_int16_conv.c`, and LOGISTIC, TANH and SOFTMAX (int16, output scale 2^-15) to `c/ops_int16_lut.c`, their
+tables emitted beside the call. The parameters are heliabuild.kernels.int16's, the derivation its bit-exactness
+tests use against LiteRT.
 
 `INT16_LOWERINGS` replaces the base table's entry of each of these types by one that takes the int16 form
 here and hands every other form to the base lowering; `INT16_FORMS` states the forms. Both are joined to the
@@ -75,16 +76,24 @@ def _fully_connected_s16(op: OperatorFacts) -> KernelCall:
     )
 
 
-def _conv_s16(op: OperatorFacts) -> KernelCall:
+def _conv_s16(op: OperatorFacts, depthwise: bool) -> KernelCall:
     data, weights, output = _weighted_operands(op)
     _need(len(data.shape) == 4 and len(weights.shape) == 4, "input and weights must be rank 4 (NHWC)")
-    _need(weights.shape[3] == data.shape[3], "grouped convolution (filter depth below input depth) has no kernel")
+    channels = weights.shape[3] if depthwise else weights.shape[0]
+    if not depthwise:
+        _need(weights.shape[3] == data.shape[3], "grouped convolution (filter depth below input depth) has no kernel")
     params = int16.conv_s16_params(
-        data.shape, weights.shape, _quant(data, "input"), _filter_scales(weights, weights.shape[0], 0),
+        data.shape, weights.shape, _quant(data, "input"), _filter_scales(weights, channels, 3 if depthwise else 0),
         _quant(output, "output"), stride=op.stride or (1, 1), dilation=op.dilation or (1, 1),
-        padding=op.padding or "VALID", activation=_activation(op),
+        padding=op.padding or "VALID", activation=_activation(op), depthwise=depthwise,
     )  # fmt: skip
     _need(tuple(params.output_shape) == tuple(output.shape), f"output shape {list(output.shape)} does not match")
+    if depthwise:
+        _need(
+            op.depth_multiplier in (None, 0, params.depth_multiplier)
+            and channels == data.shape[3] * params.depth_multiplier,
+            "depth multiplier does not match the weights",
+        )
     n, h, w, c = params.input_shape
     _, oh, ow, oc = params.output_shape
     fields: tuple[tuple[str, Field], ...] = (
@@ -110,10 +119,11 @@ def _conv_s16(op: OperatorFacts) -> KernelCall:
         ("pad_left", params.pad[1]),
         ("act_min", params.act_min),
         ("act_max", params.act_max),
+        ("depth_multiplier", params.depth_multiplier),
     )
     return KernelCall.of(
         op,
-        "helia_conv2d_s16",
+        "helia_depthwise_conv2d_s16" if depthwise else "helia_conv2d_s16",
         "helia_conv_s16_args",
         fields=fields,
         reads=tuple(t.index for t in op.inputs if t is not None),
@@ -185,7 +195,8 @@ def _int16_or_base(op_type: str, lower_int16: Lowering) -> Lowering:
 
 INT16_LOWERINGS: dict[str, Lowering] = {
     "FULLY_CONNECTED": _int16_or_base("FULLY_CONNECTED", lambda op, _: _fully_connected_s16(op)),
-    "CONV_2D": _int16_or_base("CONV_2D", lambda op, _: _conv_s16(op)),
+    "CONV_2D": _int16_or_base("CONV_2D", lambda op, _: _conv_s16(op, depthwise=False)),
+    "DEPTHWISE_CONV_2D": _int16_or_base("DEPTHWISE_CONV_2D", lambda op, _: _conv_s16(op, depthwise=True)),
     **{name: _int16_or_base(name, lambda op, _: _sigmoid_s16(op)) for name in ("LOGISTIC", "TANH")},
     "SOFTMAX": _int16_or_base("SOFTMAX", lambda op, _: _softmax_s16(op)),
 }

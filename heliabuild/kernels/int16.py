@@ -1,5 +1,7 @@
 """heliabuild's int16 kernels, the TFLite converter's 16x8 forms (int16 activations, zero point 0): parameters
-and bindings of ADD and MUL (`c/ops_int16.c`; docs/kernels.md, "int16 (16x8) kernels").
+and bindings of ADD and MUL (`c/ops_int16.c`), FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D (int8 weights,
+int64 bias: `c/ops_int16_conv.c`), LOGISTIC, TANH and SOFTMAX with their tables (`c/ops_int16_lut.c`);
+docs/kernels.md, "int16 (16x8) kernels".
 
 - `add_s16_params`: both inputs rescaled to 2 * max(scale) with 2^15 headroom, the output multiplier of
   2 * max / (2^15 * scale_out), as LiteRT's general-scale int16 ADD (pot_scale_int16 false) prepares;
@@ -21,6 +23,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from heliabuild.kernels.fixed_point import quantize_multiplier
+from heliabuild.kernels.fixed_point import round_half_away as _round_half_away
 from heliabuild.kernels.int8 import (
     MAX_RANK,
     BinaryParams,
@@ -32,12 +36,10 @@ from heliabuild.kernels.int8 import (
     _dims,
     _multipliers,
     _pointer,
-    _round_half_away,
     activation_range,
     add_params,
     conv_params,
     mul_params,
-    quantize_multiplier,
 )
 
 ADD_S16_LEFT_SHIFT = 15
@@ -123,13 +125,15 @@ def conv_s16_params(
     dilation: tuple[int, int] = (1, 1),
     padding: str = "SAME",
     activation: str = "NONE",
+    depthwise: bool = False,
 ) -> ConvParams:
-    """16x8 CONV_2D (filter [out_c, kh, kw, in_c]): the int8 derivation (per-channel multipliers in double, as
-    LiteRT's PopulateConvolutionQuantizationParams) with int16 activation bounds."""
+    """16x8 CONV_2D (filter [out_c, kh, kw, in_c]) or DEPTHWISE_CONV_2D ([1, kh, kw, out_c]): the int8
+    derivation (per-channel multipliers in double, as LiteRT's PopulateConvolutionQuantizationParams) with int16
+    activation bounds."""
     _symmetric(input_quant, output_quant)
     params = conv_params(
         input_shape, filter_shape, input_quant, filter_scales, output_quant,
-        stride=stride, dilation=dilation, padding=padding,
+        stride=stride, dilation=dilation, padding=padding, depthwise=depthwise,
     )  # fmt: skip
     _check_shifts(params.shifts, "int16 conv")
     low, high = activation_range(activation, output_quant, INT16_RANGE)
@@ -279,7 +283,7 @@ class ConvS16Args(ctypes.Structure):
         ("output", _I16),
         *_int32_fields("batches", "input_h", "input_w", "input_c", "filter_h", "filter_w", "output_h", "output_w",
                        "output_c", "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left",
-                       "quant_count", "act_min", "act_max"),
+                       "quant_count", "act_min", "act_max", "depth_multiplier"),
     ]  # fmt: skip
 
 
@@ -313,6 +317,7 @@ class Int16Kernels(Int8Kernels):
         "helia_mul_s16": ([ctypes.POINTER(BinaryS16Args)], ctypes.c_int),
         "helia_fully_connected_s16": ([ctypes.POINTER(FullyConnectedS16Args)], ctypes.c_int),
         "helia_conv2d_s16": ([ctypes.POINTER(ConvS16Args)], ctypes.c_int),
+        "helia_depthwise_conv2d_s16": ([ctypes.POINTER(ConvS16Args)], ctypes.c_int),
         "helia_logistic_s16": ([ctypes.POINTER(SigmoidS16Args)], ctypes.c_int),
         "helia_tanh_s16": ([ctypes.POINTER(SigmoidS16Args)], ctypes.c_int),
         "helia_softmax_s16": ([ctypes.POINTER(SoftmaxS16Args)], ctypes.c_int),
@@ -364,8 +369,10 @@ class Int16Kernels(Int8Kernels):
             _pointer(x, _I16), _pointer(w, _I8), _pointer(b, _I64), _pointer(multipliers, _I32),
             _pointer(shifts, _I32), _pointer(out, _I16), n, h, wd, c, params.filter_shape[1], params.filter_shape[2],
             oh, ow, oc, *params.stride, *params.dilation, *params.pad, multipliers.size, params.act_min, params.act_max,
+            params.depth_multiplier,
         )  # fmt: skip
-        self._call("helia_conv2d_s16", args, arrays=(x, w, b, multipliers, shifts, out))
+        kind = "depthwise_conv2d" if params.depthwise else "conv2d"
+        self._call(f"helia_{kind}_s16", args, arrays=(x, w, b, multipliers, shifts, out))
         return out
 
     def sigmoid_s16(self, operator: str, params: SigmoidS16Params, input: np.ndarray) -> np.ndarray:

@@ -1,15 +1,17 @@
 """Int8 architecture families with the operator patterns the TFLite converter emits for them.
 
 - `mobilenet_v3_block`: a MobileNetV3-small inverted residual block with squeeze-excite (CONV_2D, HARD_SWISH,
-  DEPTHWISE_CONV_2D, AVERAGE_POOL_2D, LOGISTIC, MUL broadcast over H x W, ADD), then the classifier head;
-- `transformer_block`: one pre-norm transformer encoder block on [1, tokens, width] (layer norm as MEAN-like
-  AVERAGE_POOL_2D, SQUARED_DIFFERENCE, ADD of epsilon, RSQRT and MUL; single-head attention with
+  DEPTHWISE_CONV_2D, MEAN over H and W keeping them, LOGISTIC, MUL broadcast over H x W, ADD), then the
+  classifier head (MEAN over H and W, FULLY_CONNECTED, SOFTMAX);
+- `transformer_block`: one pre-norm transformer encoder block on [1, tokens, width] (layer norm as MEAN over
+  the last axis keeping it, SQUARED_DIFFERENCE, ADD of epsilon, RSQRT and MUL; single-head attention with
   FULLY_CONNECTED projections, BATCH_MATMUL, SOFTMAX; residual ADDs);
 - `unet_decoder`: a U-Net decoder (TRANSPOSE_CONV up-sampling, CONCATENATION with the skip connection,
   RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR up-sampling, CONV_2D).
 
 Each is an `Int8Graph` with calibrated quantization (heliabuild.synth.layers), seeded and deterministic. The
-global poolings and the layer norm's means are AVERAGE_POOL_2D: the converter's MEAN is another kernel family's.
+global poolings and the layer norm's means are MEAN, as the TFLite converter emits Keras's
+GlobalAveragePooling2D and LayerNormalization; each MEAN's output has a calibrated quantization of its own.
 """
 
 from __future__ import annotations
@@ -99,27 +101,6 @@ class FamilyGraph(Int8Graph):
         self.builder.operator(OP.RESHAPE, [x.index, shape_index], [index], options, 1)
         return QTensor(index, shape, x.quant, x.codes.reshape(x.codes.shape[0], *shape[1:]))
 
-    def mean_last_axis(self, x: QTensor) -> QTensor:
-        """The mean over the last axis of [1, T, D], keeping it ([1, T, 1]): AVERAGE_POOL_2D over [1, T, D, 1]."""
-        _, tokens, width = x.shape
-        pooled = self.global_average_pool_window(self.reshape(x, (1, tokens, width, 1)), (1, width))
-        return self.reshape(pooled, (1, tokens, 1))
-
-    def global_average_pool_window(self, x: QTensor, window: tuple[int, int]) -> QTensor:
-        _n, h, w, c = x.shape
-        layer = self.layer_name("average_pooling2d")
-        centred = x.centred().reshape(x.codes.shape[0], h // window[0], window[0], w // window[1], window[1], c)
-        real = centred.mean(axis=(2, 4)) * x.quant.scale
-        shape = (1, h // window[0], w // window[1], c)
-        y = self._emit(f"{layer}/AvgPool", shape, x.quant, real)
-        options = schema.Pool2DOptionsT()
-        options.padding = schema.Padding.VALID
-        options.strideH, options.strideW = window
-        options.filterHeight, options.filterWidth = window
-        options.fusedActivationFunction = schema.ActivationFunctionType.NONE
-        self.builder.operator(OP.AVERAGE_POOL_2D, [x.index], [y.index], options, 2)
-        return y
-
     def dense_tokens(self, x: QTensor, units: int) -> QTensor:
         """FULLY_CONNECTED on [1, T, D] per token, keep_num_dims: [1, T, units]."""
         _, tokens, width = x.shape
@@ -206,13 +187,13 @@ def mobilenet_v3_block(seed: int = 0) -> Model:
     stem = g.hard_swish(g.conv2d(x, 16, (3, 3), stride=2, relu=False))
     expanded = g.hard_swish(g.conv2d(stem, 32, (1, 1), relu=False))
     depthwise = g.hard_swish(g.depthwise_conv2d(expanded, (3, 3), relu=False))
-    squeezed = g.global_average_pool(depthwise)
+    squeezed = g.mean(depthwise, (1, 2), keep_dims=True, base="global_average_pooling2d")
     excite = g.logistic(g.conv2d(g.conv2d(squeezed, 8, (1, 1), relu=True), 32, (1, 1), relu=False))
     scaled = g.mul(depthwise, excite)
     projected = g.conv2d(scaled, 16, (1, 1), relu=False)
     block = g.add(stem, projected, relu=False)
     head = g.hard_swish(g.conv2d(block, 32, (1, 1), relu=False))
-    logits = g.fully_connected(g.flatten(g.global_average_pool(head)), 10)
+    logits = g.fully_connected(g.mean(head, (1, 2), keep_dims=False, base="global_average_pooling2d"), 10)
     return g.finish(g.softmax(logits), "int8 MobileNetV3-small block with squeeze-excite", "mobilenet_v3_block")
 
 
@@ -220,8 +201,8 @@ def transformer_block(seed: int = 0, tokens: int = 8, width: int = 16) -> Model:
     """[1, tokens, width] -> layer norm -> single-head self-attention -> residual ADD (one encoder block)."""
     g = FamilyGraph(np.random.default_rng(seed))
     x = g.input((1, tokens, width))
-    mean = g.mean_last_axis(x)
-    variance = g.mean_last_axis(g.squared_difference(x, mean))
+    mean = g.mean(x, (2,), keep_dims=True, base="layer_normalization")
+    variance = g.mean(g.squared_difference(x, mean), (2,), keep_dims=True, base="layer_normalization")
     inverse = g.rsqrt(g.add_broadcast(variance, g.constant("layer_norm/epsilon", 1e-3, (1, 1, 1))))
     centred = g.add_broadcast(x, g.mul(mean, g.constant("layer_norm/minus_one", -1.0, (1, 1, 1))))
     normed = g.mul(centred, inverse)

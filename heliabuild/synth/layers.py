@@ -264,6 +264,19 @@ class Int8Graph:
         self.builder.operator(OP.ADD, [a.index, b.index], [y.index], options, VERSIONS[OP.ADD])
         return y
 
+    def mean(self, x: QTensor, axes: tuple[int, ...], keep_dims: bool, base: str = "mean") -> QTensor:
+        """MEAN over the constant `axes`, as the converter emits a Keras global average pooling (axes (1, 2)) or a
+        layer norm's mean (the last axis, keep_dims); the output calibrated to a quantization of its own."""
+        layer = self.layer_name(base)
+        axes_index = self.builder.constant(f"{layer}/Mean/reduction_indices", np.array(axes, np.int32))
+        real = x.real().mean(axis=axes, keepdims=keep_dims)
+        shape = tuple(1 if a in axes else d for a, d in enumerate(x.shape) if keep_dims or a not in axes)
+        y = self._calibrated(f"{layer}/Mean", shape, real)
+        options = schema.ReducerOptionsT()
+        options.keepDims = keep_dims
+        self.builder.operator(OP.MEAN, [x.index, axes_index], [y.index], options, version=2)
+        return y
+
     def global_average_pool(self, x: QTensor) -> QTensor:
         """AVERAGE_POOL_2D over the whole H x W (VALID), keeping the input's quantization."""
         _n, h, w, c = x.shape

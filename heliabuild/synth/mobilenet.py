@@ -36,18 +36,6 @@ def _pad(g: Int8Graph, x: QTensor) -> QTensor:
     return QTensor(index, shape, x.quant, codes)
 
 
-def _mean(g: Int8Graph, x: QTensor) -> QTensor:
-    """MEAN over axes [1, 2] without keep_dims: [1, C]."""
-    layer = g.layer_name("global_average_pooling2d")
-    axes = g.builder.constant(f"{layer}/Mean/reduction_indices", np.array([1, 2], np.int32))
-    real = x.real().mean(axis=(1, 2))
-    y = g._calibrated(f"{layer}/Mean", (1, x.shape[3]), real)
-    options = schema.ReducerOptionsT()
-    options.keepDims = False
-    g.builder.operator(OP.MEAN, [x.index, axes], [y.index], options, version=2)
-    return y
-
-
 def _inverted_residual(g: Int8Graph, x: QTensor, expansion: int, channels: int, stride: int) -> QTensor:
     y = x
     if expansion != 1:
@@ -70,7 +58,7 @@ def mobilenet_v2_network(seed: int = 0) -> Model:
     for expansion, channels, stride in BLOCKS:
         x = _inverted_residual(g, x, expansion, channels, stride)
     x = g.conv2d(x, 32, kernel=(1, 1), relu6=True)
-    x = _mean(g, x)
+    x = g.mean(x, (1, 2), keep_dims=False, base="global_average_pooling2d")
     x = g.fully_connected(x, MOBILENET_CLASSES)
     x = g.softmax(x)
     return g.finish(

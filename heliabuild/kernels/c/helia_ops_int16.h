@@ -1,6 +1,6 @@
 /*
  * helia_ops_int16.h - heliabuild's int16-activation kernels beyond ADD and MUL: the TFLite converter's 16x8
- * forms of FULLY_CONNECTED and CONV_2D (ops_int16_conv.c: int16 activations with zero point 0, int8
+ * forms of FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D (ops_int16_conv.c: int16 activations with zero point 0, int8
  * symmetric weights, int64 bias, an int64 accumulator) and of LOGISTIC, TANH and SOFTMAX (ops_int16_lut.c:
  * table interpolation, the tables derived by the caller, heliabuild.kernels.int16). Included by helia_ops.h;
  * the entries follow its _check / _run / combined convention. docs/kernels.md, "int16 (16x8) kernels".
@@ -39,13 +39,13 @@ helia_status helia_fully_connected_s16_check(const helia_fully_connected_s16_arg
 helia_status helia_fully_connected_s16_run(const helia_fully_connected_s16_args *args);
 helia_status helia_fully_connected_s16(const helia_fully_connected_s16_args *args);
 
-/* ---- CONV_2D, 16x8 ----------------------------------------------------------------------------------------
+/* ---- CONV_2D and DEPTHWISE_CONV_2D, 16x8 -------------------------------------------------------------------
  * acc as FULLY_CONNECTED's over the taps inside the input; the multiplier reduced to 16 bits first
  * ((m + 2^15) >> 16, 32767 at the top) and applied with one rounding shift by 15 - shift, LiteRT's int64
  * MultiplyByQuantizedMultiplier of the double-rounding build. */
 typedef struct helia_conv_s16_args {
     const int16_t *input;        /* [batches, input_h, input_w, input_c], zero point 0 */
-    const int8_t *filter;        /* [output_c, filter_h, filter_w, input_c], symmetric */
+    const int8_t *filter;        /* CONV_2D [output_c, filter_h, filter_w, input_c]; DEPTHWISE [1, h, w, output_c] */
     const int64_t *bias;         /* [output_c], or NULL */
     const int32_t *multipliers;  /* [quant_count] */
     const int32_t *shifts;       /* [quant_count] */
@@ -68,11 +68,17 @@ typedef struct helia_conv_s16_args {
     int32_t quant_count;         /* 1 (per tensor) or output_c (per channel) */
     int32_t act_min;
     int32_t act_max;
+    int32_t depth_multiplier;    /* DEPTHWISE only: output_c == input_c * depth_multiplier */
 } helia_conv_s16_args;
 
 helia_status helia_conv2d_s16_check(const helia_conv_s16_args *args);
 helia_status helia_conv2d_s16_run(const helia_conv_s16_args *args);
 helia_status helia_conv2d_s16(const helia_conv_s16_args *args);
+/* DEPTHWISE_CONV_2D, filter [1, filter_h, filter_w, output_c]: output channel o reads input channel
+ * o / depth_multiplier; the rounding is CONV_2D's. */
+helia_status helia_depthwise_conv2d_s16_check(const helia_conv_s16_args *args);
+helia_status helia_depthwise_conv2d_s16_run(const helia_conv_s16_args *args);
+helia_status helia_depthwise_conv2d_s16(const helia_conv_s16_args *args);
 
 /* ---- LOGISTIC and TANH, int16 -----------------------------------------------------------------------------
  * v = (x * input_multiplier + round) >> input_left_shift (int32, wrapping), the input rescaled to 1/(3 * 4096);

@@ -1,12 +1,12 @@
 /*
- * ops_int16_conv.c - FULLY_CONNECTED and CONV_2D in the TFLite converter's 16x8 form: int16 activations
+ * ops_int16_conv.c - FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D in the TFLite converter's 16x8 form: int16 activations
  * with zero point 0, int8 symmetric weights (per tensor or per output channel), int64 bias.
  *
  * Per output element: acc = sum over the taps inside the input of filter * input, plus bias, in int64; then
  * the channel's multiplier, rounded the way LiteRT's reference kernel of each operator rounds it (measured
  * against BUILTIN_REF, docs/kernels.md):
  *   FULLY_CONNECTED: floor((acc * m + 2^(30 - shift)) / 2^(31 - shift)), once;
- *   CONV_2D:         m reduced to 16 bits, r = (m + 2^15) >> 16 (32767 for m >= 0x7FFF0000), then
+ *   CONV_2D and DEPTHWISE_CONV_2D: m reduced to 16 bits, r = (m + 2^15) >> 16 (32767 for m >= 0x7FFF0000), then
  *                    floor((acc * r + 2^(14 - shift)) / 2^(15 - shift));
  * exactly (a 95-bit product), then narrowed to int32 and clamped to [act_min, act_max]. CONV_2D's narrowing
  * wraps, as LiteRT's int64-to-int32 cast does; FULLY_CONNECTED's saturates, since there LiteRT's own int64
@@ -171,9 +171,9 @@ helia_status helia_fully_connected_s16(const helia_fully_connected_s16_args *arg
     return status != HELIA_STATUS_OK ? status : helia_fully_connected_s16_run(args);
 }
 
-/* ---- CONV_2D -------------------------------------------------------------------------------------------- */
+/* ---- CONV_2D and DEPTHWISE_CONV_2D ---------------------------------------------------------------------- */
 
-helia_status helia_conv2d_s16_check(const helia_conv_s16_args *args)
+static helia_status conv_s16_check(const helia_conv_s16_args *args, int depthwise)
 {
     int64_t input_count;
     int64_t filter_count;
@@ -189,13 +189,17 @@ helia_status helia_conv2d_s16_check(const helia_conv_s16_args *args)
         args->filter_w < 1 || args->output_h < 1 || args->output_w < 1 || args->output_c < 1) {
         return HELIA_STATUS_BAD_SHAPE;
     }
+    if (depthwise && (args->depth_multiplier < 1 ||
+                      (int64_t)args->input_c * args->depth_multiplier != (int64_t)args->output_c)) {
+        return HELIA_STATUS_SHAPE_MISMATCH;
+    }
     if (args->stride_h < 1 || args->stride_w < 1 || args->dilation_h < 1 || args->dilation_w < 1 ||
         args->pad_top < 0 || args->pad_left < 0) {
         return HELIA_STATUS_BAD_PARAMETER;
     }
     input_count = (int64_t)args->batches * args->input_h * args->input_w * args->input_c;
     output_count = (int64_t)args->batches * args->output_h * args->output_w * args->output_c;
-    taps = (int64_t)args->filter_h * args->filter_w * args->input_c;
+    taps = (int64_t)args->filter_h * args->filter_w * (depthwise ? 1 : args->input_c);
     filter_count = taps * args->output_c;
     reach_h = (int64_t)(args->output_h - 1) * args->stride_h + (int64_t)(args->filter_h - 1) * args->dilation_h;
     reach_w = (int64_t)(args->output_w - 1) * args->stride_w + (int64_t)(args->filter_w - 1) * args->dilation_w;
@@ -211,9 +215,17 @@ helia_status helia_conv2d_s16_check(const helia_conv_s16_args *args)
     }
 }
 
-static int64_t conv_tap_sum(const helia_conv_s16_args *args, const int16_t *image, int32_t y0, int32_t x0,
-                            const int8_t *weights)
+/* The sum over the taps inside the input of output channel `o`: CONV_2D's filter row `o` against every input
+ * channel, DEPTHWISE_CONV_2D's filter column `o` against input channel o / depth_multiplier. */
+static int64_t tap_sum(const helia_conv_s16_args *args, int depthwise, const int16_t *image, int32_t y0, int32_t x0,
+                       int32_t o)
 {
+    const int32_t channels = depthwise ? 1 : args->input_c;
+    const size_t tap_stride = depthwise ? (size_t)args->output_c : (size_t)args->input_c;
+    const int8_t *weights = depthwise ? args->filter + o
+                                      : args->filter + (size_t)o * (size_t)args->filter_h * (size_t)args->filter_w *
+                                                           (size_t)args->input_c;
+    const int32_t first = depthwise ? o / args->depth_multiplier : 0;
     int64_t acc = 0;
     int32_t ky;
     int32_t kx;
@@ -230,9 +242,9 @@ static int64_t conv_tap_sum(const helia_conv_s16_args *args, const int16_t *imag
             if (x < 0 || x >= args->input_w) {
                 continue;
             }
-            pixel = image + ((size_t)y * (size_t)args->input_w + (size_t)x) * (size_t)args->input_c;
-            tap = weights + ((size_t)ky * (size_t)args->filter_w + (size_t)kx) * (size_t)args->input_c;
-            for (c = 0; c < args->input_c; ++c) {
+            pixel = image + ((size_t)y * (size_t)args->input_w + (size_t)x) * (size_t)args->input_c + first;
+            tap = weights + ((size_t)ky * (size_t)args->filter_w + (size_t)kx) * tap_stride;
+            for (c = 0; c < channels; ++c) {
                 acc += (int32_t)tap[c] * (int32_t)pixel[c];
             }
         }
@@ -240,10 +252,9 @@ static int64_t conv_tap_sum(const helia_conv_s16_args *args, const int16_t *imag
     return acc;
 }
 
-helia_status helia_conv2d_s16_run(const helia_conv_s16_args *args)
+static helia_status conv_s16_run(const helia_conv_s16_args *args, int depthwise)
 {
     const size_t image_count = (size_t)args->input_h * (size_t)args->input_w * (size_t)args->input_c;
-    const size_t filter_per_output = (size_t)args->filter_h * (size_t)args->filter_w * (size_t)args->input_c;
     int16_t *out = args->output;
     int32_t n;
     int32_t oy;
@@ -256,7 +267,7 @@ helia_status helia_conv2d_s16_run(const helia_conv_s16_args *args)
             for (ox = 0; ox < args->output_w; ++ox) {
                 const int32_t x0 = ox * args->stride_w - args->pad_left;
                 for (o = 0; o < args->output_c; ++o) {
-                    const int64_t acc = conv_tap_sum(args, image, y0, x0, args->filter + (size_t)o * filter_per_output);
+                    const int64_t acc = tap_sum(args, depthwise, image, y0, x0, o);
                     *out++ = requantize_s16(ROUND_REDUCED, acc, args->bias, args->multipliers, args->shifts,
                                             args->quant_count, o, args->act_min, args->act_max);
                 }
@@ -266,8 +277,34 @@ helia_status helia_conv2d_s16_run(const helia_conv_s16_args *args)
     return HELIA_STATUS_OK;
 }
 
+helia_status helia_conv2d_s16_check(const helia_conv_s16_args *args)
+{
+    return conv_s16_check(args, 0);
+}
+
+helia_status helia_conv2d_s16_run(const helia_conv_s16_args *args)
+{
+    return conv_s16_run(args, 0);
+}
+
 helia_status helia_conv2d_s16(const helia_conv_s16_args *args)
 {
     const helia_status status = helia_conv2d_s16_check(args);
     return status != HELIA_STATUS_OK ? status : helia_conv2d_s16_run(args);
+}
+
+helia_status helia_depthwise_conv2d_s16_check(const helia_conv_s16_args *args)
+{
+    return conv_s16_check(args, 1);
+}
+
+helia_status helia_depthwise_conv2d_s16_run(const helia_conv_s16_args *args)
+{
+    return conv_s16_run(args, 1);
+}
+
+helia_status helia_depthwise_conv2d_s16(const helia_conv_s16_args *args)
+{
+    const helia_status status = helia_depthwise_conv2d_s16_check(args);
+    return status != HELIA_STATUS_OK ? status : helia_depthwise_conv2d_s16_run(args);
 }
