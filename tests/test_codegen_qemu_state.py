@@ -280,3 +280,34 @@ def test_a_time_major_batched_lstm_with_a_state_zero_point_carries_on_qemu(
     run = _run(built)
     reference = _assert_matches_carried_reference(source, built.fills, run)
     assert all(list(sample.outputs) != reference[0] for sample in run.samples)
+
+
+def _second_handle_for_the_assign(model: Model) -> None:
+    """A second VAR_HANDLE of the same variable before the ASSIGN_VARIABLE, which then writes through it (the
+    converter emits one handle per use in some graphs): both handles must address one storage."""
+    graph = model.subgraphs[0]
+    handle = next(t for t in graph.tensors if t.name == "counter_handle")
+    second = schema.TensorT()
+    second.name, second.shape, second.type, second.buffer = "counter_handle_1", [], handle.type, handle.buffer
+    graph.tensors.append(second)
+    var_handle = next(op for op in graph.operators if op.opcodeIndex == _opcode(model, "VAR_HANDLE"))
+    copy = schema.OperatorT()
+    copy.opcodeIndex, copy.inputs, copy.outputs = var_handle.opcodeIndex, [], [len(graph.tensors) - 1]
+    copy.builtinOptionsType, copy.builtinOptions = var_handle.builtinOptionsType, var_handle.builtinOptions
+    assign = [k for k, op in enumerate(graph.operators) if op.opcodeIndex == _opcode(model, "ASSIGN_VARIABLE")][-1]
+    graph.operators[assign].inputs[0] = len(graph.tensors) - 1
+    graph.operators.insert(assign, copy)
+
+
+def test_two_handles_of_one_variable_share_its_storage_on_qemu(firmware_library: Path, tmp_path: Path) -> None:
+    model = synthesize("counter_int8", seed=1)
+    _second_handle_for_the_assign(model)
+    source = tmp_path / "two_handles.tflite"
+    save_model(model, source)
+    built = _build(firmware_library, source, tmp_path / "fw", seed=4)
+    placements = json.loads(built.module.layout_json.read_text())["state"]
+    assert placements["bytes"] == 16
+    assert [(p["name"], p["offset"]) for p in placements["tensors"]] == [("counter_handle", 0), ("counter_handle_1", 0)]
+    run = _run(built)
+    reference = _assert_matches_carried_reference(source, built.fills, run)
+    assert all(list(sample.outputs) != reference[0] for sample in run.samples)
