@@ -311,3 +311,17 @@ def test_two_handles_of_one_variable_share_its_storage_on_qemu(firmware_library:
     run = _run(built)
     reference = _assert_matches_carried_reference(source, built.fills, run)
     assert all(list(sample.outputs) != reference[0] for sample in run.samples)
+
+
+@pytest.mark.parametrize("kind", ["counter", "counter_no_init"])
+def test_a_float_resource_variable_model_is_refused_for_its_float_adds(tmp_path: Path, kind: str) -> None:
+    """The resource variables themselves are carried; what stops the float32 counters is their float ADDs."""
+    source = tmp_path / f"{kind}.tflite"
+    save_model(synthesize(kind, seed=0), source)
+    with pytest.raises(ModelRefusedError) as refused:
+        check_admission(source)
+    assert {r.op_type for r in refused.value.refusals} == {"ADD"}
+    assert refused.value.message.endswith(
+        "refuses 3 of 7 operators: refused forms: ADD x3 (ops 3 '0:count_next', 5, 6: input 0 'count' is float32, "
+        "expected int8)"
+    )
