@@ -5,10 +5,11 @@ The operator's 24 inputs follow the TFLite schema: the input [batch, time, featu
 [time, batch, features]), per gate (input, forget, cell, output) the input weights [units, features] and the
 recurrent weights [units, units], int8 symmetric per tensor; no peephole, projection or layer norm (their
 slots are -1), nor, with `cifg`, the input gate's weights and bias; per gate an int32 bias at the scale
-input_scale * input_weight_scale; the output state (int8 [batch, units], a variable tensor) and the cell state (int16 [batch, units], a variable tensor with a
-power-of-two scale and zero point 0). Its five intermediates are the gates' int16 Q3.12 (read by LiteRT only
-with layer norm) and the hidden state, quantized as the output state. The output [batch, time, units] is
-quantized as the output state too, because each step's output state is copied to it.
+input_scale * input_weight_scale; the output state (int8 [batch, units], a variable tensor) and the cell state
+(int16 [batch, units], a variable tensor with a power-of-two scale and zero point 0). Its five intermediates
+are the gates' int16 Q3.12 (read by LiteRT only with layer norm) and the hidden state, quantized as the output
+state. The output [batch, time, units] is quantized as the output state too, because each step's output state
+is copied to it.
 
 - `lstm_model(...)`: the bare operator with the given shapes and quantizations and random weight codes (for the
   kernel's bit-exactness tests);
