@@ -147,6 +147,6 @@ def test_a_stateful_model_is_refused_saying_why(kind: str) -> None:
         else ("VAR_HANDLE x1, READ_VARIABLE x1, ASSIGN_VARIABLE x2")
     )
     assert refused.value.message == (
-        f"{kind}: the model holds state ({state}): the generated module keeps no resource variables between "
-        "invokes, so the acquisition lifecycle's carry could not hold them; stateful models are not supported yet"
+        f"{kind}: the model holds state ({state}): this lowering table has no resource-variable operators, so the "
+        "acquisition lifecycle's carry could not hold them (heliabuild.codegen.module.lower adds them)"
     )

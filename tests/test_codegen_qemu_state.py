@@ -122,6 +122,10 @@ def _add_projection(model: Model) -> None:
     graph.operators[0].inputs[16] = weights
 
 
+def _half_an_input_gate(model: Model) -> None:
+    model.subgraphs[0].operators[0].inputs[5] = -1  # the recurrent input-gate weights only
+
+
 def _not_variable(model: Model) -> None:
     for tensor in model.subgraphs[0].tensors:
         tensor.isVariable = False
@@ -134,8 +138,9 @@ def _not_variable(model: Model) -> None:
         (lambda m: _set_cell_scale(m, 2.0**-7), r"cell state scale 2\^-7 is outside 2\^-15..2\^-9"),
         (_add_projection, "projection has no integer LSTM kernel"),
         (_not_variable, "output state 'lstm/output_state' is not a variable tensor"),
+        (_half_an_input_gate, "the input gate has some of its weights and bias but not all"),
     ],
-    ids=["cell-scale", "cell-range", "projection", "not-variable"],
+    ids=["cell-scale", "cell-range", "projection", "not-variable", "half-cifg"],
 )
 def test_an_lstm_form_without_a_kernel_is_refused_saying_which(tmp_path: Path, edit: object, reason: str) -> None:
     with pytest.raises(ModelRefusedError) as refused:
@@ -269,14 +274,61 @@ def test_a_stateful_export_carries_its_kernel_and_compiles(tmp_path: Path, kind:
         assert compiled.returncode == 0, compiled.stderr[-2000:]
 
 
+@pytest.mark.parametrize("cifg", [False, True], ids=["full", "cifg"])
 def test_a_time_major_batched_lstm_with_a_state_zero_point_carries_on_qemu(
-    firmware_library: Path, tmp_path: Path
+    firmware_library: Path, tmp_path: Path, cifg: bool
 ) -> None:
-    """The output state resets to its zero point (-7), not to 0, in model_init, as LiteRT resets it."""
+    """The output state resets to its zero point (-7), not to 0, in model_init, as LiteRT resets it; with `cifg`
+    the input gate is 1 - forget."""
     quant = LstmQuant((0.02, 3), (0.01, -7), -12, (0.03, 0.02, 0.04, 0.03), (0.02, 0.03, 0.02, 0.04), 2.0)
     source = tmp_path / "lstm_op.tflite"
-    save_model(lstm_model((3, 2, 5), 6, quant, seed=5, time_major=True), source)
+    save_model(lstm_model((3, 2, 5), 6, quant, seed=5, time_major=True, cifg=cifg), source)
     built = _build(firmware_library, source, tmp_path / "fw", seed=6)
     run = _run(built)
     reference = _assert_matches_carried_reference(source, built.fills, run)
     assert all(list(sample.outputs) != reference[0] for sample in run.samples)
+
+
+def _second_handle_for_the_assign(model: Model) -> None:
+    """A second VAR_HANDLE of the same variable before the ASSIGN_VARIABLE, which then writes through it (the
+    converter emits one handle per use in some graphs): both handles must address one storage."""
+    graph = model.subgraphs[0]
+    handle = next(t for t in graph.tensors if t.name == "counter_handle")
+    second = schema.TensorT()
+    second.name, second.shape, second.type, second.buffer = "counter_handle_1", [], handle.type, handle.buffer
+    graph.tensors.append(second)
+    var_handle = next(op for op in graph.operators if op.opcodeIndex == _opcode(model, "VAR_HANDLE"))
+    copy = schema.OperatorT()
+    copy.opcodeIndex, copy.inputs, copy.outputs = var_handle.opcodeIndex, [], [len(graph.tensors) - 1]
+    copy.builtinOptionsType, copy.builtinOptions = var_handle.builtinOptionsType, var_handle.builtinOptions
+    assign = [k for k, op in enumerate(graph.operators) if op.opcodeIndex == _opcode(model, "ASSIGN_VARIABLE")][-1]
+    graph.operators[assign].inputs[0] = len(graph.tensors) - 1
+    graph.operators.insert(assign, copy)
+
+
+def test_two_handles_of_one_variable_share_its_storage_on_qemu(firmware_library: Path, tmp_path: Path) -> None:
+    model = synthesize("counter_int8", seed=1)
+    _second_handle_for_the_assign(model)
+    source = tmp_path / "two_handles.tflite"
+    save_model(model, source)
+    built = _build(firmware_library, source, tmp_path / "fw", seed=4)
+    placements = json.loads(built.module.layout_json.read_text())["state"]
+    assert placements["bytes"] == 16
+    assert [(p["name"], p["offset"]) for p in placements["tensors"]] == [("counter_handle", 0), ("counter_handle_1", 0)]
+    run = _run(built)
+    reference = _assert_matches_carried_reference(source, built.fills, run)
+    assert all(list(sample.outputs) != reference[0] for sample in run.samples)
+
+
+@pytest.mark.parametrize("kind", ["counter", "counter_no_init"])
+def test_a_float_resource_variable_model_is_refused_for_its_float_adds(tmp_path: Path, kind: str) -> None:
+    """The resource variables themselves are carried; what stops the float32 counters is their float ADDs."""
+    source = tmp_path / f"{kind}.tflite"
+    save_model(synthesize(kind, seed=0), source)
+    with pytest.raises(ModelRefusedError) as refused:
+        check_admission(source)
+    assert {r.op_type for r in refused.value.refusals} == {"ADD"}
+    assert refused.value.message.endswith(
+        "refuses 3 of 7 operators: refused forms: ADD x3 (ops 3 '0:count_next', 5, 6: input 0 'count' is float32, "
+        "expected int8)"
+    )

@@ -49,6 +49,7 @@ def _interpreter(model: object) -> Interpreter:
     clip=st.sampled_from([0.0, 0.5, 3.0, 10.0]),
     time_major=st.booleans(),
     bias_range=st.sampled_from([0, 2000, 200000]),
+    cifg=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_the_integer_lstm_is_bit_exact_through_invokes_that_carry_its_state(
@@ -65,15 +66,19 @@ def test_the_integer_lstm_is_bit_exact_through_invokes_that_carry_its_state(
     clip: float,
     time_major: bool,
     bias_range: int,
+    cifg: bool,
     seed: int,
 ) -> None:
+    """With `cifg` the input gate has no weights or bias (LiteRT takes it as 1 - forget)."""
     quant = LstmQuant(input_quant, state_quant, log2, input_scales, recurrent_scales, clip)
     shape = (steps, batches, features) if time_major else (batches, steps, features)
-    interpreter = _interpreter(lstm_model(shape, units, quant, seed, time_major, bias_range))
-    input_w, recurrent_w, biases = random_weights(np.random.default_rng(seed), features, units, bias_range)
+    interpreter = _interpreter(lstm_model(shape, units, quant, seed, time_major, bias_range, cifg))
+    codes = random_weights(np.random.default_rng(seed), features, units, bias_range)
+    input_w, recurrent_w, biases = ([None, *gates[1:]] if cifg else gates for gates in codes)
     params = lstm_params(
         Quant(*input_quant), Quant(*state_quant), 2.0**log2, Quant(*state_quant),
-        list(zip(input_w, input_scales, strict=True)), list(zip(recurrent_w, recurrent_scales, strict=True)),
+        [None if w is None else (w, s) for w, s in zip(input_w, input_scales, strict=True)],
+        [None if w is None else (w, s) for w, s in zip(recurrent_w, recurrent_scales, strict=True)],
         biases, clip,
     )  # fmt: skip
     # LiteRT resets a variable int8 tensor to its zero point and an int16 one to 0 when it allocates them.

@@ -61,15 +61,17 @@ def case_lstm(k: Kernels, rng: np.random.Generator) -> np.ndarray:
     recurrent_scales = tuple(_scale(rng, 0.002, 0.05) for _ in range(4))
     input_q = (_scale(rng, 0.005, 0.05), int(rng.integers(-128, 128)))
     state_q = (_scale(rng, 0.002, 0.03), 0)
-    clip = float(rng.choice([0.0, 3.0]))
+    clip, cifg = float(rng.choice([0.0, 3.0])), bool(rng.integers(2))
     quant = LstmQuant(input_q, state_q, log2, input_scales, recurrent_scales, clip)  # type: ignore[arg-type]
     shape = (steps, batches, features) if time_major else (batches, steps, features)
     x = rng.integers(-128, 128, shape, dtype=np.int8)
-    expected = _first_invoke(lstm_model(shape, units, quant, seed, time_major), x)
-    input_w, recurrent_w, biases = lstm_weights(np.random.default_rng(seed), features, units)
+    expected = _first_invoke(lstm_model(shape, units, quant, seed, time_major, cifg=cifg), x)
+    codes = lstm_weights(np.random.default_rng(seed), features, units)
+    input_w, recurrent_w, biases = ([None, *gates[1:]] if cifg else gates for gates in codes)
     params = lstm.lstm_params(
         Quant(*input_q), Quant(*state_q), 2.0**log2, Quant(*state_q),
-        list(zip(input_w, input_scales, strict=True)), list(zip(recurrent_w, recurrent_scales, strict=True)),
+        [None if w is None else (w, s) for w, s in zip(input_w, input_scales, strict=True)],
+        [None if w is None else (w, s) for w, s in zip(recurrent_w, recurrent_scales, strict=True)],
         biases, clip,
     )  # fmt: skip
     output_state, cell_state = np.zeros((batches, units), np.int8), np.zeros((batches, units), np.int16)

@@ -136,9 +136,9 @@ def lower_model(
     state = _state_operators(model)
     if state and not all(name in table for name in STATE_OPERATORS):
         raise CodegenError(
-            f"{source}: the model holds state ({', '.join(state)}): the generated module keeps no resource "
-            "variables between invokes, so the acquisition lifecycle's carry could not hold them; stateful models "
-            "are not supported yet",
+            f"{source}: the model holds state ({', '.join(state)}): this lowering table has no resource-variable "
+            "operators, so the acquisition lifecycle's carry could not hold them (heliabuild.codegen.module.lower "
+            "adds them)",
             hint='docs/firmware.md, "Admission"',
         )
     if len(model.subgraphs) != 1 and not state:

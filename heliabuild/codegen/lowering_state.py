@@ -1,9 +1,9 @@
 """Lowering of the operators that carry state across invokes (docs/firmware.md, "Models with state").
 
 - UNIDIRECTIONAL_SEQUENCE_LSTM in TFLite's integer form (int8 input, weights and output state, int16 cell state
-  with a power-of-two scale, five intermediates; no peephole, CIFG, projection or layer norm): one
-  `helia_lstm_s8` call (c/ops_lstm.c), the parameters from heliabuild.kernels.lstm.lstm_params, its scratch
-  (the four gates of one row) in the arena.
+  with a power-of-two scale, five intermediates; no peephole, projection or layer norm; CIFG, without an input
+  gate, taken): one `helia_lstm_s8` call (c/ops_lstm.c), the parameters from
+  heliabuild.kernels.lstm.lstm_params, its scratch (the four gates of one row) in the arena.
 - SVDF in TFLite's integer form (int8 input, weights_feature and output, int16 weights_time and activation state
   with zero point 0, fused RELU, which LiteRT requires and does not apply): one `helia_svdf_s8` call
   (c/ops_svdf.c), the parameters from heliabuild.kernels.svdf.svdf_params; no scratch.
@@ -32,7 +32,6 @@ from heliabuild.model.io import Model
 
 LSTM_INPUTS = 24
 _INPUT_WEIGHTS = (1, 2, 3, 4)
-_RECURRENT_WEIGHTS = (5, 6, 7, 8)
 _BIASES = (12, 13, 14, 15)
 _ABSENT = {
     "peephole": (9, 10, 11),
@@ -73,13 +72,26 @@ def _hidden_quant(model: Model, op: OperatorFacts) -> int8.Quant:
     return int8.Quant(float(q.scale[0]), zero_point)
 
 
+def _ref(weights: tuple[TensorFacts, np.ndarray, float] | None) -> TensorRef | None:
+    return None if weights is None else TensorRef(weights[0].index)
+
+
+def _table(values: tuple[int, ...]) -> IntArray | None:
+    """A gate's effective bias table, or None (a null pointer) for a CIFG LSTM's absent input gate."""
+    return IntArray("int32_t", values) if values else None
+
+
 def _lstm(op: OperatorFacts, model: Model) -> KernelCall:
     _need(len(op.inputs) == LSTM_INPUTS, f"{len(op.inputs)} inputs; UNIDIRECTIONAL_SEQUENCE_LSTM has {LSTM_INPUTS}")
     data = _dtype(op.input(0), "int8", "input")
     _need(len(data.shape) == 3, f"input {data.name!r} is rank {len(data.shape)}, expected 3")
     for what, positions in _ABSENT.items():
         _need(all(op.input(k) is None for k in positions), f"{what} has no integer LSTM kernel")
-    _need(op.input(1) is not None and op.input(5) is not None, "CIFG (no input gate) has no integer LSTM kernel")
+    cifg = op.input(1) is None
+    _need(
+        all((op.input(k) is None) == cifg for k in (1, 5, 12)),
+        "the input gate has some of its weights and bias but not all (neither the full form nor CIFG)",
+    )
     output_state = _variable(op.input(_OUTPUT_STATE), "int8", "output state")
     cell_state = _variable(op.input(_CELL_STATE), "int16", "cell state")
     output = _dtype(op.output, "int8", "output")
@@ -90,14 +102,22 @@ def _lstm(op: OperatorFacts, model: Model) -> KernelCall:
     _need(tuple(cell_state.shape) == (batches, units), f"cell state shape {list(cell_state.shape)}")
     expected = (steps, batches, units) if time_major else (batches, steps, units)
     _need(tuple(output.shape) == expected, f"output shape {list(output.shape)}, expected {list(expected)}")
-    input_w = [_weights(model, op.input(k), "input weights") for k in _INPUT_WEIGHTS]
-    recurrent_w = [_weights(model, op.input(k), "recurrent weights") for k in _RECURRENT_WEIGHTS]
-    for tensor, codes, _ in input_w:
-        _need(codes.shape == (units, features), f"input weights {tensor.name!r} are not [{units}, {features}]")
-    for tensor, codes, _ in recurrent_w:
-        _need(codes.shape == (units, units), f"recurrent weights {tensor.name!r} are not [{units}, {units}]")
+    gates_used = _INPUT_WEIGHTS[1:] if cifg else _INPUT_WEIGHTS
+    input_w = [_weights(model, op.input(k), "input weights") if k in gates_used else None for k in _INPUT_WEIGHTS]
+    recurrent_w = [
+        _weights(model, op.input(k + 4), "recurrent weights") if k in gates_used else None for k in _INPUT_WEIGHTS
+    ]
+    for found in input_w:
+        if found is not None:
+            _need(found[1].shape == (units, features), f"input weights {found[0].name!r} are not [{units}, {features}]")
+    for found in recurrent_w:
+        if found is not None:
+            _need(found[1].shape == (units, units), f"recurrent weights {found[0].name!r} are not [{units}, {units}]")
     biases: list[np.ndarray | None] = []
     for k in _BIASES:
+        if cifg and k == _BIASES[0]:
+            biases.append(None)
+            continue
         bias = op.input(k)
         _need(bias is not None, "a gate without a bias has no integer LSTM kernel")
         bias = _dtype(_constant(bias, "bias"), "int32", "bias")
@@ -112,7 +132,8 @@ def _lstm(op: OperatorFacts, model: Model) -> KernelCall:
     try:
         params = lstm.lstm_params(
             _quant(data, "input"), _quant(output_state, "output state"), cell_q.scales[0], _hidden_quant(model, op),
-            [(codes, scale) for _, codes, scale in input_w], [(codes, scale) for _, codes, scale in recurrent_w],
+            [None if w is None else (w[1], w[2]) for w in input_w],
+            [None if w is None else (w[1], w[2]) for w in recurrent_w],
             biases, float(op.option("cell_clip", 0.0) or 0.0),
         )  # fmt: skip
     except int8.Int8KernelError as error:
@@ -125,16 +146,10 @@ def _lstm(op: OperatorFacts, model: Model) -> KernelCall:
         "helia_lstm_s8_args",
         fields=(
             ("input", TensorRef(data.index)),
-            *((f"input_to_{g}_weights", TensorRef(w.index)) for g, (w, _, _) in zip(gates, input_w, strict=True)),
-            *(
-                (f"recurrent_to_{g}_weights", TensorRef(w.index))
-                for g, (w, _, _) in zip(gates, recurrent_w, strict=True)
-            ),
-            *((f"{g}_gate_bias", IntArray("int32_t", b)) for g, b in zip(gates, params.input_biases, strict=True)),
-            *(
-                (f"recurrent_{g}_gate_bias", IntArray("int32_t", b))
-                for g, b in zip(gates, params.recurrent_biases, strict=True)
-            ),
+            *((f"input_to_{g}_weights", _ref(w)) for g, w in zip(gates, input_w, strict=True)),
+            *((f"recurrent_to_{g}_weights", _ref(w)) for g, w in zip(gates, recurrent_w, strict=True)),
+            *((f"{g}_gate_bias", _table(b)) for g, b in zip(gates, params.input_biases, strict=True)),
+            *((f"recurrent_{g}_gate_bias", _table(b)) for g, b in zip(gates, params.recurrent_biases, strict=True)),
             ("input_multipliers", InlineInts(params.input_multipliers)),
             ("input_shifts", InlineInts(params.input_shifts)),
             ("recurrent_multipliers", InlineInts(params.recurrent_multipliers)),

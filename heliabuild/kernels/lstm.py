@@ -79,21 +79,27 @@ def lstm_params(
     state_quant: Quant,
     cell_scale: float,
     hidden_quant: Quant,
-    input_weights: Sequence[tuple[np.ndarray, float]],
-    recurrent_weights: Sequence[tuple[np.ndarray, float]],
+    input_weights: Sequence[tuple[np.ndarray, float] | None],
+    recurrent_weights: Sequence[tuple[np.ndarray, float] | None],
     biases: Sequence[np.ndarray | None],
     cell_clip: float = 0.0,
 ) -> LstmParams:
     """The kernel's parameters (module docstring). `input_weights` and `recurrent_weights` are per gate the int8
-    codes and their per-tensor scale; `biases` per gate the int32 codes or None."""
+    codes and their per-tensor scale, None for the input gate of a CIFG LSTM (whose biases are then empty);
+    `biases` per gate the int32 codes or None."""
     if not -128 <= hidden_quant.zero_point <= 127 or not -128 <= state_quant.zero_point <= 127:
         raise Int8KernelError("integer LSTM: the hidden and output state zero points must be int8")
     log2 = cell_log2(cell_scale)
-    input_m = [_gate_multiplier(scale, input_quant.scale) for _, scale in input_weights]
-    recurrent_m = [_gate_multiplier(scale, state_quant.scale) for _, scale in recurrent_weights]
-    input_b = []
-    recurrent_b = []
-    for (w, _), (u, _), bias in zip(input_weights, recurrent_weights, biases, strict=True):
+    input_m = [(0, 0) if g is None else _gate_multiplier(g[1], input_quant.scale) for g in input_weights]
+    recurrent_m = [(0, 0) if g is None else _gate_multiplier(g[1], state_quant.scale) for g in recurrent_weights]
+    input_b: list[tuple[int, ...]] = []
+    recurrent_b: list[tuple[int, ...]] = []
+    for input_gate, recurrent_gate, bias in zip(input_weights, recurrent_weights, biases, strict=True):
+        if input_gate is None or recurrent_gate is None:  # CIFG: no input gate
+            input_b.append(())
+            recurrent_b.append(())
+            continue
+        (w, _), (u, _) = input_gate, recurrent_gate
         folded = -int(input_quant.zero_point) * w.astype(np.int64).sum(axis=1)
         if bias is not None:
             folded = folded + bias.astype(np.int64)
@@ -160,8 +166,8 @@ class LstmKernels(Int8Kernels):
         self,
         params: LstmParams,
         x: np.ndarray,
-        input_weights: Sequence[np.ndarray],
-        recurrent_weights: Sequence[np.ndarray],
+        input_weights: Sequence[np.ndarray | None],
+        recurrent_weights: Sequence[np.ndarray | None],
         output_state: np.ndarray,
         cell_state: np.ndarray,
         time_major: bool = False,
@@ -175,8 +181,8 @@ class LstmKernels(Int8Kernels):
         data = _c_array(x, "int8")
         steps, batches = (data.shape[0], data.shape[1]) if time_major else (data.shape[1], data.shape[0])
         units = int(output_state.shape[-1])
-        weights = [_c_array(w, "int8") for w in (*input_weights, *recurrent_weights)]
-        biases = [_c_array(b, "int32") for b in (*params.input_biases, *params.recurrent_biases)]
+        weights = [None if w is None else _c_array(w, "int8") for w in (*input_weights, *recurrent_weights)]
+        biases = [_c_array(b, "int32") if b else None for b in (*params.input_biases, *params.recurrent_biases)]
         scratch = np.zeros(scratch_bytes(units) // 2, np.int16)
         out_shape = (steps, batches, units) if time_major else (batches, steps, units)
         out = np.zeros(out_shape, np.int8)
@@ -189,6 +195,6 @@ class LstmKernels(Int8Kernels):
             scratch.nbytes, batches, steps, int(data.shape[2]), units, int(time_major), params.cell_log2,
             params.cell_clip, params.hidden_multiplier, params.hidden_shift, params.hidden_zero_point,
         )  # fmt: skip
-        arrays = (data, *weights, *biases, scratch, output_state, cell_state, out)
+        arrays = (data, *(a for a in (*weights, *biases) if a is not None), scratch, output_state, cell_state, out)
         self._call("helia_lstm_s8", args, arrays=arrays, written=4)
         return out

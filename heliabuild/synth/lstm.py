@@ -3,12 +3,13 @@ UNIDIRECTIONAL_SEQUENCE_LSTM with the integer (8x8->16) quantization.
 
 The operator's 24 inputs follow the TFLite schema: the input [batch, time, features] (or time-major
 [time, batch, features]), per gate (input, forget, cell, output) the input weights [units, features] and the
-recurrent weights [units, units], int8 symmetric per tensor; no peephole, CIFG, projection or layer norm
-(their slots are -1); per gate an int32 bias at the scale input_scale * input_weight_scale; the output state
-(int8 [batch, units], a variable tensor) and the cell state (int16 [batch, units], a variable tensor with a
-power-of-two scale and zero point 0). Its five intermediates are the gates' int16 Q3.12 (read by LiteRT only
-with layer norm) and the hidden state, quantized as the output state. The output [batch, time, units] is
-quantized as the output state too, because each step's output state is copied to it.
+recurrent weights [units, units], int8 symmetric per tensor; no peephole, projection or layer norm (their
+slots are -1), nor, with `cifg`, the input gate's weights and bias; per gate an int32 bias at the scale
+input_scale * input_weight_scale; the output state (int8 [batch, units], a variable tensor) and the cell state
+(int16 [batch, units], a variable tensor with a power-of-two scale and zero point 0). Its five intermediates
+are the gates' int16 Q3.12 (read by LiteRT only with layer norm) and the hidden state, quantized as the output
+state. The output [batch, time, units] is quantized as the output state too, because each step's output state
+is copied to it.
 
 - `lstm_model(...)`: the bare operator with the given shapes and quantizations and random weight codes (for the
   kernel's bit-exactness tests);
@@ -20,6 +21,7 @@ quantized as the output state too, because each step's output state is copied to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,26 +71,34 @@ def add_lstm(
     quant: LstmQuant,
     weights: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]],
     time_major: bool = False,
+    cifg: bool = False,
 ) -> int:
     """Append one UNIDIRECTIONAL_SEQUENCE_LSTM reading tensor `x` of `shape`; return its output tensor. `weights`
     holds per gate the int8 input weight codes [units, features], the int8 recurrent codes [units, units] and
-    the int32 bias codes [units]."""
+    the int32 bias codes [units]. With `cifg` the input gate has no weights or bias (its slots are -1; LiteRT
+    takes it as 1 - forget) and the input gate's codes are not used."""
     batch = shape[1] if time_major else shape[0]
     steps = shape[0] if time_major else shape[1]
     input_w, recurrent_w, biases = weights
     inputs = [x]
-    gate_weights = [
-        builder.constant(f"{name}/{gate}/kernel", input_w[k], _q(quant.input_weight_scales[k], 0))
-        for k, gate in enumerate(GATES)
-    ]
-    gate_recurrent = [
-        builder.constant(f"{name}/{gate}/recurrent_kernel", recurrent_w[k], _q(quant.recurrent_weight_scales[k], 0))
-        for k, gate in enumerate(GATES)
-    ]
-    gate_bias = [
-        builder.constant(f"{name}/{gate}/bias", biases[k], _q(quant.input[0] * quant.input_weight_scales[k], 0))
-        for k, gate in enumerate(GATES)
-    ]
+    used = [k for k in range(len(GATES)) if not (cifg and k == 0)]
+
+    def per_gate(make: Callable[[int, str], int]) -> list[int]:
+        return [make(k, gate) if k in used else -1 for k, gate in enumerate(GATES)]
+
+    gate_weights = per_gate(
+        lambda k, gate: builder.constant(f"{name}/{gate}/kernel", input_w[k], _q(quant.input_weight_scales[k], 0))
+    )
+    gate_recurrent = per_gate(
+        lambda k, gate: builder.constant(
+            f"{name}/{gate}/recurrent_kernel", recurrent_w[k], _q(quant.recurrent_weight_scales[k], 0)
+        )
+    )
+    gate_bias = per_gate(
+        lambda k, gate: builder.constant(
+            f"{name}/{gate}/bias", biases[k], _q(quant.input[0] * quant.input_weight_scales[k], 0)
+        )
+    )
     inputs += gate_weights + gate_recurrent + [-1, -1, -1] + gate_bias + [-1, -1]
     output_state = _variable(builder, f"{name}/output_state", (batch, units), "int8", quant.state)
     cell_state = _variable(builder, f"{name}/cell_state", (batch, units), "int16", (2.0**quant.cell_log2, 0))
@@ -126,13 +136,14 @@ def lstm_model(
     seed: int = 0,
     time_major: bool = False,
     bias_range: int = 2000,
+    cifg: bool = False,
 ) -> Model:
     """One UNIDIRECTIONAL_SEQUENCE_LSTM (module docstring) on an int8 input of `shape` ([batch, time, features],
     or [time, batch, features] with `time_major`), weights drawn from `seed`."""
     builder = GraphBuilder()
     x = builder.activation("input", shape, "int8", _q(*quant.input))
     weights = random_weights(np.random.default_rng(seed), shape[2], units, bias_range)
-    output = add_lstm(builder, "lstm", x, shape, units, quant, weights, time_major)
+    output = add_lstm(builder, "lstm", x, shape, units, quant, weights, time_major, cifg)
     return builder.finish([x], [output], "heliabuild synth lstm operator", "<synth lstm>", dynamic_batch=False)
 
 

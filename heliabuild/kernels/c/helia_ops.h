@@ -637,8 +637,8 @@ helia_status helia_neg_f16_run(const uint16_t *input, uint16_t *output, int32_t 
 helia_status helia_neg_f16(const uint16_t *input, uint16_t *output, int32_t count);
 
 /* UNIDIRECTIONAL_SEQUENCE_LSTM, TFLite's integer form (ops_lstm.c): int8 input, weights and output state,
- * int16 cell state with a power-of-two scale 2^cell_log2 (-15..-9), gates in Q3.12; no peephole, CIFG, projection or
- * layer norm. The gate biases hold the zero points folded in: input side bias - input_zp * row sums,
+ * int16 cell state with a power-of-two scale 2^cell_log2 (-15..-9), gates in Q3.12; no peephole, projection or
+ * layer norm; CIFG when the input gate's weights and biases are all NULL (input gate = 1 - forget). The gate biases hold the zero points folded in: input side bias - input_zp * row sums,
  * recurrent side -output_state_zp * row sums. output_state and cell_state carry between calls. */
 typedef struct helia_lstm_s8_args {
     const int8_t *input;         /* [batches, time_steps, input_size], or [time_steps, batches, ...] */

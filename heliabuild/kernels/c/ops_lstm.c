@@ -1,6 +1,7 @@
 /*
  * ops_lstm.c - UNIDIRECTIONAL_SEQUENCE_LSTM in TFLite's integer form (int8 activations, int16 cell state,
- * docs/kernels.md, "Integer LSTM"). No peephole, CIFG, projection or layer norm.
+ * docs/kernels.md, "Integer LSTM"). No peephole, projection or layer norm; CIFG (no input gate, taken as 1 - forget)
+ * when the input gate's weights and biases are NULL.
  *
  * Per step and batch row, each gate g of input, forget, cell and output is
  *   in16 = sat16(mbqm(bias_x[g] + W_g . x, m_x[g], s_x[g]))
@@ -186,7 +187,9 @@ helia_status helia_lstm_s8_check(const helia_lstm_s8_args *args)
         return HELIA_STATUS_NULL_POINTER;
     }
     for (g = 0; g < GATES; ++g) {
-        if (input_w[g] == NULL || recurrent_w[g] == NULL || input_b[g] == NULL || recurrent_b[g] == NULL) {
+        const int cifg = g == 0 && input_w[0] == NULL && recurrent_w[0] == NULL && input_b[0] == NULL &&
+                         recurrent_b[0] == NULL;
+        if (!cifg && (input_w[g] == NULL || recurrent_w[g] == NULL || input_b[g] == NULL || recurrent_b[g] == NULL)) {
             return HELIA_STATUS_NULL_POINTER;
         }
         if (!helia_ops_multiplier_ok(args->input_multipliers[g], args->input_shifts[g]) ||
@@ -248,7 +251,8 @@ static void one_step(const helia_lstm_s8_args *args, const int8_t *x, int8_t *h,
     int g;
     int32_t u;
     gate_pointers(args, input_w, recurrent_w, input_b, recurrent_b);
-    for (g = 0; g < GATES; ++g) {
+    /* CIFG (no input gate: its weights are NULL): the input gate is 1 - forget, computed below. */
+    for (g = input_w[0] == NULL ? 1 : 0; g < GATES; ++g) {
         int16_t *gate = gates + g * units;
         for (u = 0; u < units; ++u) {
             const int32_t from_input = sat16(helia_mbqm_double(
@@ -262,8 +266,8 @@ static void one_step(const helia_lstm_s8_args *args, const int8_t *x, int8_t *h,
         }
     }
     for (u = 0; u < units; ++u) {
-        const int16_t input_gate = gates[u];
         const int16_t forget_gate = gates[units + u];
+        const int16_t input_gate = input_w[0] == NULL ? (int16_t)(INT16_MAX - forget_gate) : gates[u];
         const int16_t cell_gate = gates[2 * units + u];
         const int16_t output_gate = gates[3 * units + u];
         const int32_t kept = helia_rounding_divide_by_pot((int32_t)forget_gate * c[u], 15);
