@@ -5,7 +5,7 @@ docs/kernels.md, "int16 (16x8) kernels".
 
 - `add_s16_params`: both inputs rescaled to 2 * max(scale) with 2^15 headroom, the output multiplier of
   2 * max / (2^15 * scale_out), as LiteRT's general-scale int16 ADD (pot_scale_int16 false) prepares;
-- `mul_s16_params`: one multiplier, scale_1 * scale_2 / scale_out;
+- `mul_s16_params`: one multiplier, scale_1 * scale_2 / scale_out in float32, as LiteRT's MUL computes it;
 
 both `heliabuild.kernels.int8.BinaryParams` (zero points 0, int16 activation bounds).
 
@@ -58,8 +58,14 @@ def add_s16_params(input1: Quant, input2: Quant, output: Quant, activation: str 
 
 
 def mul_s16_params(input1: Quant, input2: Quant, output: Quant, activation: str = "NONE") -> BinaryParams:
+    """The int8 MUL's parameters with the multiplier LiteRT's MUL prepares, s1 * s2 / s_out evaluated in float32
+    (its scales are floats): int16 products reach 2^30, where the double quotient's multiplier was one step off
+    in a Hypothesis-found case."""
     _symmetric(input1, input2, output)
-    return mul_params(input1, input2, output, activation, bounds=INT16_RANGE)
+    real = float(np.float32(np.float32(input1.scale) * np.float32(input2.scale)) / np.float32(output.scale))
+    multiplier, shift = quantize_multiplier(real)
+    params = mul_params(input1, input2, output, activation, bounds=INT16_RANGE)
+    return replace(params, output_multiplier=multiplier, output_shift=shift)
 
 
 # ---- FULLY_CONNECTED and CONV_2D, 16x8 (c/ops_int16_conv.c) ----------------------------------------------
