@@ -38,7 +38,7 @@ TARGET = 1.2
 def runner_round(runner_json: Path) -> list[float]:
     """Per-invoke seconds of one lifecycle measurement (every measured sample's latency_s)."""
     gc.collect()
-    return [figure["latency_s"] for figure in measure(load_runner(runner_json)).figures]
+    return [sample.figures.latency_s for sample in measure(load_runner(runner_json)).samples]
 
 
 def bare_round(model_bytes: bytes, invokes: int, warmups: int) -> list[float]:

@@ -4,11 +4,11 @@
 Python, heliabuild, Vela, LiteRT, SCons, arm-none-eabi-gcc and its newlib, qemu-system-arm, each Corstone FVP
 (in `$HELIA_FVP_DIR` or on PATH, as the fvp backend looks: heliabuild.fvp.locate), mlia-ethos-u's prebuilt
 runner of each FVP target, the Ethos-U driver folder (`$HELIA_ETHOSU_DRIVER_DIR`), and the optional
-matplotlib (PNG plots) and dask (the Dask executor). `readiness(found)` says, per backend, whether it can
-run, and otherwise what is missing and how to install it; the install commands are the hints of the errors
-the backend itself would raise, so `doctor` and a failing build say the same. Nothing is imported to find a
-Python package (its version is read from its metadata, its folder from its import spec), so `doctor` works
-in an environment where importing one would fail.
+matplotlib (`show --plot`, SVG and PNG) and dask (the Dask executor). `readiness(found)` says, per backend,
+whether it can run, and otherwise what is missing and how to install it; the install commands are the hints
+of the errors the backend itself would raise, so `doctor` and a failing build say the same. Nothing is
+imported to find a Python package (its version is read from its metadata, its folder from its import spec),
+so `doctor` works in an environment where importing one would fail.
 """
 
 from __future__ import annotations

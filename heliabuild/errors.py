@@ -3,7 +3,17 @@
 Every error a user can cause (bad input, bad configuration) derives from
 HeliaError; the CLI prints its message as one line and exits 2. Anything else
 is an internal fault (exit 1).
+
+This module holds HeliaError, each stage's own root (ModelError, KernelError, ...)
+and every error class that a package other than its raiser names; an error one
+package alone raises and handles lives beside its raiser (docs/layout.md,
+"Errors"; tests/test_error_classes.py). A kernel error's `status` is the C status
+(a heliabuild.kernels.native.Status, an int). It imports nothing of heliabuild.
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 
 class HeliaError(Exception):
@@ -47,6 +57,41 @@ class VelaError(HeliaError):
 
 class KernelError(HeliaError):
     """A kernel request its contract does not admit, or a native kernel build that cannot run."""
+
+
+class StreamSplitError(KernelError):
+    """A stream-split request the contract refuses: `status` is the C status code, `pair` the pair
+    index concerned (None for a count error)."""
+
+    def __init__(self, status: int, pair: int | None, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.pair = pair
+
+
+class ContractKernelError(KernelError):
+    """A request a contract kernel refuses (`.status`), or one the bindings cannot express (`.status` None)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class DataMovementError(KernelError):
+    """Arguments of a data-movement operator that TFLite refuses or the kernels do not take (`.status` the C
+    status when the C kernel refused)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Int8KernelError(KernelError):
+    """A request an int8 kernel refuses (`.status`), or parameters it cannot represent (`.status` None)."""
+
+    def __init__(self, message: str, status: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
 
 
 class ScheduleError(HeliaError):
@@ -118,3 +163,13 @@ class FvpError(HeliaError):
     """An Arm Corstone FVP run that cannot be set up or trusted (heliabuild.fvp): a missing FVP or prebuilt
     runner, a Vela accelerator config the target cannot run, or a UART log that reports a failure, a timeout,
     a fault, no EOT, a cut line or metrics that are missing or contradictory."""
+
+
+class UnreadLog(FvpError):
+    """A UART log that shows no ending heliabuild reads, or no counters where a job needs them: the caller keeps
+    the log (`output`, the bytes the FVP wrote) where the user can read it."""
+
+    def __init__(self, message: str, run: Any) -> None:
+        super().__init__(message)
+        text = "" if run is None else run.console
+        self.output: bytes = getattr(run, "output", b"") or text.encode("utf-8", errors="replace")

@@ -1,10 +1,10 @@
-"""The simulator sessions (QEMU, the Arm FVPs) this process is running, so that an interrupt ends them at once.
+"""The sessions of subprocesses (QEMU, the Arm FVPs, Vela) this process is running, so an interrupt ends them at once.
 
-heliabuild.subprocesses.run_bounded starts each simulator in a session of its own, so the terminal's Ctrl-C
-never reaches it; a caller that is interrupted on another thread (an SCons build: heliabuild.scons.interrupt)
-calls end_all, which kills every such session still running, and every one started after it (a job an FVP
-run's thread pool had queued). The thread waiting on it then sees its streams close and returns, as after a
-timeout.
+heliabuild.subprocesses.run_bounded starts each simulator in a session of its own (and heliabuild.vela.run
+each Vela subprocess), so the terminal's Ctrl-C never reaches it; a caller that is interrupted on another
+thread (an SCons build: heliabuild.scons.interrupt) calls end_all, which kills every such session still
+running, and every one started after it (a job an FVP run's thread pool had queued). The thread waiting on it
+then sees its streams close and returns, as after a timeout.
 """
 
 from __future__ import annotations

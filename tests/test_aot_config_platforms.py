@@ -18,14 +18,15 @@ from heliabuild.aot.platforms import (
     platforms_document,
     platforms_table,
 )
-from heliabuild.aot.shipped import DEFAULT_PLATFORM, PLATFORMS_FILE, default_platform, platform_names
+from heliabuild.aot.shipped import DEFAULT_PLATFORM, default_platform, platform_names
 from heliabuild.kernels.operators import TargetCapabilities
 from heliabuild.schema_files import validate
+from heliabuild.targets import TABLE_FILE, shipped_platforms_document
 
 
 def test_the_shipped_table_validates_and_holds_the_two_platforms() -> None:
-    document = json.loads(PLATFORMS_FILE.read_text(encoding="utf-8"))
-    validate(document, "platforms", str(PLATFORMS_FILE))
+    document = shipped_platforms_document()
+    validate(document, "platforms", str(TABLE_FILE))
     table = load_platforms()
     assert {"apollo510_evb", "corstone300_ethos_u55"} <= set(table)
     assert platform_names() == sorted(table)
@@ -111,7 +112,7 @@ def test_a_platform_built_in_python_is_checked() -> None:
 
 def test_a_platforms_file_of_ones_own_is_validated(tmp_path: Path) -> None:
     path = tmp_path / "platforms.json"
-    document = json.loads(PLATFORMS_FILE.read_text(encoding="utf-8"))
+    document = shipped_platforms_document()
     document["platforms"]["apollo510_evb"]["memories"]["MRAM"]["size"] = 3
     path.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(PlatformError, match=str(path)):

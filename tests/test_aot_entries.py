@@ -11,6 +11,8 @@ from test_aot_facts import npu_model
 from test_aot_facts_builders import OP, float_conv_layer, int8_conv_model, int8_fc_model, reload
 
 from heliabuild.aot import entries as E
+from heliabuild.aot import entry_table as T
+from heliabuild.aot import requantization as R
 from heliabuild.aot.facts import model_facts
 from heliabuild.model import load_model
 from heliabuild.synth import GraphBuilder
@@ -42,12 +44,12 @@ def only(model):
     ],
 )
 def test_quantize_multiplier(value, expected):
-    assert E.quantize_multiplier(value) == expected
+    assert R.quantize_multiplier(value) == expected
 
 
 def test_quantize_multiplier_reconstructs_the_scale():
     for value in (0.0003, 0.0123, 0.37, 0.99, 1.7, 12.5):
-        multiplier, shift = E.quantize_multiplier(value)
+        multiplier, shift = R.quantize_multiplier(value)
         assert (1 << 30) <= multiplier < (1 << 31)
         assert multiplier * 2.0 ** (shift - 31) == pytest.approx(value, rel=2**-30)
 
@@ -55,30 +57,30 @@ def test_quantize_multiplier_reconstructs_the_scale():
 @pytest.mark.parametrize(
     ("scales", "expected"),
     [
-        ([0.4, 0.1], E.RSHIFT_ONLY),
-        ([0.5], E.GENERAL),  # frexp(0.5) has shift 0: not below 0
-        ([0.499999], E.RSHIFT_ONLY),
-        ([0.1, 2.0], E.GENERAL),
-        ([0.0, 0.3], E.RSHIFT_ONLY),  # a zero multiplier counts as right-shift only
-        ([1e-15], E.RSHIFT_ONLY),
+        ([0.4, 0.1], R.RSHIFT_ONLY),
+        ([0.5], R.GENERAL),  # frexp(0.5) has shift 0: not below 0
+        ([0.499999], R.RSHIFT_ONLY),
+        ([0.1, 2.0], R.GENERAL),
+        ([0.0, 0.3], R.RSHIFT_ONLY),  # a zero multiplier counts as right-shift only
+        ([1e-15], R.RSHIFT_ONLY),
     ],
 )
 def test_requantization_of(scales, expected):
-    assert E.requantization_of(scales) == expected
+    assert R.requantization_of(scales) == expected
 
 
 def test_requantization_from_the_model_scales():
     # effective scale = 0.05 * w / 0.1 = w / 2
     general = int8_conv_model(weight_scales=[0.2, 1.0, 0.4, 0.1])  # 0.5 in channel 1
     rshift = int8_conv_model(weight_scales=[0.2, 0.9, 0.4, 0.1])  # all below 0.5
-    assert E.requantization(only(general)) == E.GENERAL
-    assert E.requantization(only(rshift)) == E.RSHIFT_ONLY
-    assert E.effective_scales(only(rshift)) == pytest.approx([0.1, 0.45, 0.2, 0.05])
+    assert R.requantization(only(general)) == R.GENERAL
+    assert R.requantization(only(rshift)) == R.RSHIFT_ONLY
+    assert R.effective_scales(only(rshift)) == pytest.approx([0.1, 0.45, 0.2, 0.05])
     int16 = int8_conv_model(dtype="int16", input_scale=1.0, output_scale=0.25, weight_scales=[0.2] * 4)
-    assert E.requantization(only(int16)) == E.GENERAL
-    assert E.kernel_choice(only(int16), {}, M4).requantization == E.GENERAL
+    assert R.requantization(only(int16)) == R.GENERAL
+    assert E.kernel_choice(only(int16), {}, M4).requantization == R.GENERAL
     dw = int8_conv_model(op="DEPTHWISE_CONV_2D", weight_scales=[0.1] * 4)
-    assert E.kernel_choice(only(dw), {}, M4).requantization == E.RSHIFT_ONLY
+    assert E.kernel_choice(only(dw), {}, M4).requantization == R.RSHIFT_ONLY
 
 
 def _reference_requantization(model, facts):
@@ -95,7 +97,7 @@ def _reference_requantization(model, facts):
             shift += 1
         shifts.append((scale != 0 and shift >= -31, int(shift)))
     general = any(nonzero and shift >= 0 for nonzero, shift in shifts)
-    return E.GENERAL if general else E.RSHIFT_ONLY
+    return R.GENERAL if general else R.RSHIFT_ONLY
 
 
 def test_requantization_on_the_real_models(shared_model_path):
@@ -105,7 +107,7 @@ def test_requantization_on_the_real_models(shared_model_path):
         choice = E.kernel_choice(facts, {}, M55)
         if facts.op_type in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
             assert choice.requantization == _reference_requantization(model, facts)
-            scales = E.effective_scales(facts)
+            scales = R.effective_scales(facts)
             assert scales and all(0 < s < 0.5 for s in scales)
             checked += 1
         else:
@@ -132,7 +134,7 @@ def test_kws_entries(kws_path):
     assert plain[1].candidates == ("arm_depthwise_conv_3x3_s8", "arm_depthwise_conv_s8_opt", "arm_depthwise_conv_s8")
     assert mve[1].candidates == ("arm_depthwise_conv_s8_opt", "arm_depthwise_conv_s8")
     assert plain[2].candidates == ("arm_convolve_1x1_s8_fast", "arm_convolve_s8")
-    assert plain[9].candidates is None and plain[9].provider == E.PROVIDER_POOLING
+    assert plain[9].candidates is None and plain[9].provider == T.PROVIDER_POOLING
     assert plain[12].symbol == "arm_softmax_s8" and plain[12].provider is None and plain[12].candidates is None
     assert plain[10] == E.NO_CHOICE
     assert all(c.local_scratch_bytes is None for c in plain)
@@ -162,9 +164,9 @@ def test_generic_keeps_the_specialized_candidates_listed():
     assert E.kernel_choice(facts, None, M4).entry == "arm_convolve_1x1_s8_fast"  # specialized by default
     assert generic.to_plan() == {
         "entry": "arm_convolve_s8",
-        "provider": E.PROVIDER_CONV,
+        "provider": T.PROVIDER_CONV,
         "candidates": ["arm_convolve_1x1_s8_fast", "arm_convolve_s8"],
-        "requantization": E.RSHIFT_ONLY,
+        "requantization": R.RSHIFT_ONLY,
         "local_scratch_bytes": None,
     }
 
@@ -231,7 +233,7 @@ def test_single_input_channel_depthwise_on_mve_is_unresolved():
     facts = only(int8_conv_model(op="DEPTHWISE_CONV_2D", input_shape=(1, 8, 8, 1), out_channels=8))
     mve = E.kernel_choice(facts, {}, M55)
     assert mve.entry is None and mve.candidates is None and mve.symbol is None
-    assert mve.provider == E.PROVIDER_DEPTHWISE and mve.requantization == E.RSHIFT_ONLY
+    assert mve.provider == T.PROVIDER_DEPTHWISE and mve.requantization == R.RSHIFT_ONLY
     assert E.core_calls(facts, mve) is None
     assert E.kernel_choice(facts, {}, M4).entry == "arm_depthwise_conv_s8"  # multiplier 8 without MVE
 
@@ -243,7 +245,7 @@ def test_fully_connected_entries_follow_the_weight_quantization():
         assert E.kernel_choice(per_tensor, {"kernel": value}, M4).entry == "arm_fully_connected_s8"
         assert E.kernel_choice(per_channel, {"kernel": value}, M4).entry == "arm_fully_connected_per_channel_s8"
     choice = E.kernel_choice(per_tensor, {}, M4)
-    assert choice.candidates == ("arm_fully_connected_s8",) and choice.provider == E.PROVIDER_FULLY_CONNECTED
+    assert choice.candidates == ("arm_fully_connected_s8",) and choice.provider == T.PROVIDER_FULLY_CONNECTED
     assert E.kernel_choice(only(int8_fc_model(dtype="int16")), {}, M4).entry == "arm_fully_connected_s16"
 
 
@@ -263,7 +265,7 @@ def test_fp16_convolution_entries_and_packed_weights():
     assert E.kernel_choice(square, {}, M55).candidates == ("arm_convolve_f16",)
     assert E.kernel_choice(square, {}, M55).requantization is None
     no_fp16 = E.kernel_choice(one, {}, M4)
-    assert no_fp16.entry is None and no_fp16.candidates == () and no_fp16.provider == E.PROVIDER_CONV
+    assert no_fp16.entry is None and no_fp16.candidates == () and no_fp16.provider == T.PROVIDER_CONV
     packed = E.kernel_choice(one, {}, M55)
     assert E.fixed_choices(one, packed) == {"weight_layout": {"value": "packed", "set_by": "heuristic"}}
     assert E.fixed_choices(one, E.kernel_choice(one, {"kernel": "generic"}, M55)) == {}
@@ -303,7 +305,7 @@ def test_pooling_records_its_entry_without_candidates(code, dtype, symbol):
     choice = E.kernel_choice(facts, {"kernel": "generic"}, M4)
     assert (choice.entry, choice.provider, choice.candidates, choice.requantization) == (
         symbol,
-        E.PROVIDER_POOLING,
+        T.PROVIDER_POOLING,
         None,
         None,
     )
@@ -329,7 +331,7 @@ def test_core_calls_of_npu_fence_and_uncovered_operators():
 
 def test_every_family_is_well_formed():
     seen = set()
-    for family in E.FAMILIES:
+    for family in T.FAMILIES:
         key = (family.op_type, family.dtype)
         assert key not in seen
         seen.add(key)
@@ -337,8 +339,8 @@ def test_every_family_is_well_formed():
         assert len({e.symbol for e in family.entries}) == len(family.entries)
         if family.provider is None:
             assert not family.records_entry and not family.enumerates
-    assert E.covered_dtypes("CONV_2D") == ("int8", "int16", "float16")
-    assert E.covered_dtypes("TRANSPOSE_CONV") == ()
+    assert T.covered_dtypes("CONV_2D") == ("int8", "int16", "float16")
+    assert T.covered_dtypes("TRANSPOSE_CONV") == ()
     # Scales are stored as float32 and widened: 0.05 * 0.2 / 0.1 of the stored values.
     stored = float(np.float32(0.05)) * float(np.float32(0.2)) / float(np.float32(0.1))
-    assert math.isclose(E.effective_scales(only(int8_conv_model(weight_scales=[0.2] * 4)))[0], stored, rel_tol=1e-15)
+    assert math.isclose(R.effective_scales(only(int8_conv_model(weight_scales=[0.2] * 4)))[0], stored, rel_tol=1e-15)

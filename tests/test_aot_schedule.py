@@ -19,16 +19,10 @@ from heliabuild.aot.schedule import (
     ScheduleViolation,
     Unit,
     align_up,
-    check,
-    derive,
-    pieces,
-    plan_schedule,
-    pool_layout,
-    schedule_warnings,
     span_layout,
-    tensor_placements,
-    validate,
 )
+from heliabuild.aot.schedule_check import check, derive, validate
+from heliabuild.aot.schedule_plan import pieces, plan_schedule, pool_layout, schedule_warnings, tensor_placements
 from heliabuild.errors import HeliaError, PlanReadError, ScheduleError
 
 OPS = OperatorOrder([f"0:op{i}" for i in range(6)])

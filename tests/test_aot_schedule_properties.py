@@ -15,16 +15,9 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from heliabuild.aot.schedule import (
-    Schedule,
-    ScheduleConstant,
-    SchedulePool,
-    Unit,
-    derive,
-    pieces,
-    plan_schedule,
-    validate,
-)
+from heliabuild.aot.schedule import Schedule, ScheduleConstant, SchedulePool, Unit
+from heliabuild.aot.schedule_check import derive, validate
+from heliabuild.aot.schedule_plan import pieces, plan_schedule
 
 PROPERTY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 REASONS = ["read at init", "pinned", "model output", "shares storage through an alias", "fixed in place"]

@@ -128,10 +128,11 @@ def test_a_refused_verification_exits_3_and_publishes_nothing(  # type: ignore[n
 
 
 def test_a_regression_exits_4_and_its_absence_0(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from test_results_compare import hand_made
+    from test_results_compare import SEGMENTS, hand_made
 
     base = hand_made(tmp_path / "base", [0.001, 0.001, 0.001])
-    slower = hand_made(tmp_path / "slower", [0.002, 0.002, 0.002])
+    grown = [dict(segment, estimated_cycles=2 * segment["estimated_cycles"]) for segment in SEGMENTS]
+    slower = hand_made(tmp_path / "slower", [0.001, 0.001, 0.001], segments=grown)  # Vela's estimate doubled
     regressed = cli("compare", base, slower, "--max-regression", "10")
     assert regressed.code == EXIT_REGRESSION == 4 and "regress by more than 10%" in regressed.out
     assert cli("compare", slower, base, "--max-regression", "10").code == 0

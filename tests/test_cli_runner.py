@@ -217,7 +217,7 @@ def test_the_scons_wiring_restates_the_library_names() -> None:
     assert scons_runner.SUMMARY_FILE == bundle.SUMMARY_FILE
     assert scons_runner.RECEIPT_FILE == receipt.RECEIPT_PATH
     from heliabuild.fvp import aot_firmware
-    from heliabuild.runner import fvp
+    from heliabuild.runner.backends import fvp_prebuilt as fvp
     from heliabuild.scons import fvp as scons_fvp
 
     assert scons_fvp.COMPILED_FILE == fvp.COMPILED_FILE

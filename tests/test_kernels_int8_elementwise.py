@@ -9,15 +9,13 @@ from helpers.int8_models import binary_model, dequantize_model, quantize_model, 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from heliabuild.kernels.fixed_point import mbqm_double, mbqm_single, quantize_multiplier
 from heliabuild.kernels.int8 import (
     Int8KernelError,
     Int8Kernels,
     Quant,
     add_params,
-    mbqm_double,
-    mbqm_single,
     mul_params,
-    quantize_multiplier,
     softmax_params,
 )
 from heliabuild.kernels.native import Status, load_host_library

@@ -66,8 +66,8 @@ def _extent(rng: np.random.Generator, small: int, large: int) -> int:
     return int(rng.integers(1, small)) if rng.integers(2) else int(rng.integers(small, large))
 
 
-def case_fully_connected(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
-    batches, depth, units = int(rng.integers(1, 4)), _extent(rng, 16, 80), _extent(rng, 5, 24)
+def _fully_connected(k: Int8Kernels, rng: np.random.Generator, depth: int, units: int) -> np.ndarray:
+    batches = int(rng.integers(1, 4))
     x, w = _codes(rng, (batches, depth)), _codes(rng, (units, depth), -127)
     scales = (0.05 * rng.uniform(0.25, 1.0, size=units if rng.integers(2) else 1)).astype(np.float32)
     bias = rng.integers(-5000, 5000, size=units, dtype=np.int32) if rng.integers(2) else None
@@ -76,6 +76,15 @@ def case_fully_connected(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray
     params = int8.fully_connected_params(x.size, w.shape, iq, scales, oq, act)
     k.fully_connected(params, x, w, bias, sums=bool(rng.integers(4)))
     return expected
+
+
+def case_fully_connected(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _fully_connected(k, rng, _extent(rng, 16, 80), _extent(rng, 5, 24))
+
+
+def case_fully_connected_held(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """A depth of whole 16-byte chunks up to 64: the MVE body that holds the input vector in registers."""
+    return _fully_connected(k, rng, 16 * int(rng.integers(1, 5)), int(rng.integers(1, 25)))
 
 
 def _conv(k: Int8Kernels, rng: np.random.Generator, depthwise: bool) -> np.ndarray:
@@ -109,9 +118,7 @@ def case_conv2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _conv(k, rng, False)
 
 
-def case_conv2d_1x1(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
-    """The pointwise convolution the MVE body reads in place (no padding, stride 1 or 2)."""
-    channels, out_c = _extent(rng, 16, 70), _extent(rng, 5, 24)
+def _pointwise(k: Int8Kernels, rng: np.random.Generator, channels: int, out_c: int) -> np.ndarray:
     stride = (int(rng.integers(1, 3)),) * 2
     x = _codes(rng, (1, int(rng.integers(1, 6)), int(rng.integers(1, 6)), channels))
     w = _codes(rng, (out_c, 1, 1, channels), -127)
@@ -126,6 +133,16 @@ def case_conv2d_1x1(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     expected = run_reference(model, [x])
     k.conv(params, x, w, bias, pointwise=True, sums=bool(rng.integers(4)))
     return expected
+
+
+def case_conv2d_1x1(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """The pointwise convolution the MVE body reads in place (no padding, stride 1 or 2)."""
+    return _pointwise(k, rng, _extent(rng, 16, 70), _extent(rng, 5, 24))
+
+
+def case_conv2d_1x1_held(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """Whole 16-byte chunks up to 64 and channels in fours, up to two groups of 64: the held-vector body."""
+    return _pointwise(k, rng, 16 * int(rng.integers(1, 5)), 4 * int(rng.integers(1, 21)))
 
 
 def case_depthwise_conv2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
@@ -188,20 +205,27 @@ def case_mul(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _binary(k, rng, "mul")
 
 
-def _pool(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
-    fh, fw = (int(v) for v in rng.integers(1, 4, size=2))
-    stride = tuple(int(v) for v in rng.integers(1, 3, size=2))
-    padding = str(rng.choice(["SAME", "VALID"]))
-    x = _codes(rng, (1, int(rng.integers(fh, 9)), int(rng.integers(fw, 9)), int(rng.integers(1, 5))))
+def _pool_case(
+    k: Int8Kernels, rng: np.random.Generator, kind: str, x: np.ndarray, filter_size: tuple[int, int],
+    stride: tuple[int, int], padding: str,
+) -> np.ndarray:  # fmt: skip
     quant, act = _quant(rng), _activation(rng)
-    params = int8.pool_params(x.shape, (fh, fw), quant, stride=stride, padding=padding, activation=act)
+    params = int8.pool_params(x.shape, filter_size, quant, stride=stride, padding=padding, activation=act)
     model = pool_model(
-        kind, x.shape, params.output_shape, quant, filter_size=(fh, fw), stride=stride, padding=padding,
+        kind, x.shape, params.output_shape, quant, filter_size=filter_size, stride=stride, padding=padding,
         activation=act,
     )  # fmt: skip
     expected = run_reference(model, [x])
     k.pool(kind, params, x)
     return expected
+
+
+def _pool(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    fh, fw = (int(v) for v in rng.integers(1, 4, size=2))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    x = _codes(rng, (1, int(rng.integers(fh, 9)), int(rng.integers(fw, 9)), int(rng.integers(1, 5))))
+    return _pool_case(k, rng, kind, x, (fh, fw), stride, padding)
 
 
 def case_average_pool2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
@@ -210,6 +234,26 @@ def case_average_pool2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
 
 def case_max_pool2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _pool(k, rng, "max")
+
+
+def _global_pool(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    """A window over the whole input (KWS's last pool), up to 20 x 20 values: the MVE bodies' whole vectors and
+    tails, windows of 256 values and fewer (AVERAGE's int16 sums, sometimes all -128) and of more."""
+    h, w = int(rng.integers(1, 21)), int(rng.integers(1, 21))
+    if rng.integers(4) == 0:
+        h, w = 16, 16
+    x = _codes(rng, (1, h, w, _extent(rng, 5, 40)))
+    if rng.integers(4) == 0:
+        x[...] = -128
+    return _pool_case(k, rng, kind, x, (h, w), (1, 1), "VALID")
+
+
+def case_average_pool2d_global(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _global_pool(k, rng, "average")
+
+
+def case_max_pool2d_global(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _global_pool(k, rng, "max")
 
 
 def case_reshape(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:

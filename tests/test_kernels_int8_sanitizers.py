@@ -27,7 +27,8 @@ import ctypes, sys
 import numpy as np
 sys.path.insert(0, {tests!r})
 import test_kernels_int8_m55 as cases
-from heliabuild.kernels.int8 import Int8Kernels, mbqm_double, mbqm_single
+from heliabuild.kernels.fixed_point import mbqm_double, mbqm_single
+from heliabuild.kernels.int8 import Int8Kernels
 
 cases.run_reference = lambda model, inputs: None  # LiteRT is not under test here
 sanitized = Int8Kernels(ctypes.CDLL({library!r}))

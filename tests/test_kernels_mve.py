@@ -1,7 +1,7 @@
-"""The Helium (MVE) bodies are in the firmware and exact: the conv, depthwise, fully connected (and ADD/MUL) objects
-of the MVE library hold MVE instructions (arm-none-eabi-objdump -d -marmv8.1-m.main), the +nomve library none, float
-code none in either (MVE lanes flush subnormals), and the four-lane requantization (helia_fixed_mve.h) gives the
-scalar helia_fixed.h result for every rounding on QEMU's Cortex-M55."""
+"""The Helium (MVE) bodies are in the firmware and exact: the conv, depthwise, fully connected, ADD/MUL and pool
+objects of the MVE library hold MVE instructions (arm-none-eabi-objdump -d -marmv8.1-m.main), the +nomve library
+none, float code none in either (MVE lanes flush subnormals), and the four-lane requantization (helia_fixed_mve.h)
+gives the scalar helia_fixed.h result for every rounding on QEMU's Cortex-M55."""
 
 from __future__ import annotations
 
@@ -63,6 +63,8 @@ def test_conv_depthwise_and_fully_connected_bodies_hold_mve_instructions(firmwar
         assert mnemonics <= found, (name, sorted(found))
     # ADD and MUL of equal extents: the four-lane double rounding.
     assert {"vqrdmulh.s32", "vrshl.s32", "vldrbt.s32"} <= _mnemonics(_disassemble(objects / "ops_elementwise.o"))
+    # MAX_POOL_2D across int8 lanes; AVERAGE_POOL_2D's int16 sums and its division as a high multiply.
+    assert {"vmax.s8", "vldrbt.s16", "vmovlb.s16", "vmulh.u32"} <= _mnemonics(_disassemble(objects / "ops_pool.o"))
     # The run entries of ops_conv.o call them.
     calls = _disassemble(objects / "ops_conv.o")
     for name in expected:

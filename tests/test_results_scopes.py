@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 from conftest import require_firmware_tools
+from helpers.qemu_runs import chain_runs_on_qemu
 from test_results_bundle import FVP_SCOPES, HOST_SCOPES, edit_json, make_bundle, make_samples, reseal
 
 from heliabuild.errors import ResultError
-from heliabuild.model import save_model
 from heliabuild.results.bundle import Sample
 from heliabuild.results.reader import load_result
 from heliabuild.results.scopes import MEASURED_BY
-from heliabuild.synth import synthesize
 
 VELA_CYCLES = {"total": 300, "segments": [100, 200]}
 
@@ -106,28 +105,8 @@ def test_every_backend_bundle_of_the_fixtures_is_accepted(tmp_path: Path) -> Non
 @pytest.fixture(scope="module")
 def qemu_bundle(tmp_path_factory: pytest.TempPathFactory, firmware_library: Path) -> Path:
     """A real qemu-m55 bundle: the synthetic chain on heliabuild's firmware on QEMU, through the CLI."""
-    import os
-
-    from heliabuild.aot.stage import write_plan
-    from heliabuild.cli import main
-
     require_firmware_tools()
-    folder = tmp_path_factory.mktemp("qemu-bundle")
-    previous = os.environ.get("HELIA_FIRMWARE_CACHE")
-    os.environ["HELIA_FIRMWARE_CACHE"] = str(firmware_library.parent.parent)
-    try:
-        model = folder / "chain.tflite"
-        save_model(synthesize("chain", seed=0), model)
-        plan = write_plan(model, folder / "plan", "net", "mps3_an547").plan
-        argv = ["runner", "--model", model, "--aot-plan", plan, "--backend", "qemu-m55", "-o", folder / "runner"]
-        assert main([str(a) for a in argv]) == 0
-        assert main(["run", str(folder / "runner" / "runner.json"), "-o", str(folder / "result")]) == 0
-    finally:
-        if previous is None:
-            os.environ.pop("HELIA_FIRMWARE_CACHE", None)
-        else:
-            os.environ["HELIA_FIRMWARE_CACHE"] = previous
-    return folder / "result"
+    return chain_runs_on_qemu(tmp_path_factory.mktemp("qemu-bundle"), firmware_library, ["result"])[0]
 
 
 def _edited_copy(bundle: Path, target: Path, change) -> Path:  # type: ignore[no-untyped-def]

@@ -6,6 +6,7 @@ overlapping labels at many samples, deterministic files, and the refusal of a pl
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from helpers.checks import assert_not_written, assert_one_line_error
 from helpers.skips import require_module
 from test_results_compare import MODEL_A, SEGMENTS, hand_made
 
+from heliabuild.files import json_text
 from heliabuild.results.bundle import Sample, signatures_of, write_bundle
 from heliabuild.results.receipt import Receipt
 
@@ -270,3 +272,38 @@ def test_show_of_a_segments_json_surfaces_vela_sram_and_flash_use(cli, tmp_path:
     plotted = cli("show", vela.segments_json, "--plot", tmp_path / "p.svg")
     assert_one_line_error(plotted, "--plot plots a result bundle, not a segments.json")
     assert_not_written(tmp_path / "p.svg")
+
+
+def test_show_format_json_is_what_the_tables_show_as_data(cli, tmp_path: Path) -> None:
+    bundle = counted(tmp_path / "qemu", "qemu-m55", [46072071, 46072071, 46072079])
+    result = cli("show", bundle, "--format", "json")
+    assert result.code == 0, result.err
+    document = json.loads(result.out)
+    assert result.out == json_text(document)  # canonical: sorted keys, 2-space indent, final newline
+    assert (document["backend"], document["stage"], document["inputs"]) == ("qemu-m55", "executed", "zeros")
+    assert document["verification"]["text"] == "outputs not compared" and document["verification"]["compared"] is False
+    figures = {figure["name"]: figure for figure in document["figures"]}
+    total = figures["instructions.total"]
+    assert total["label"] == "measured (QEMU M55 instructions, CPU only, n=3)"
+    assert (total["scope"], total["unit"], total["what"]) == (
+        "qemu_icount",
+        "instructions",
+        "QEMU M55 instructions, CPU only",
+    )
+    assert (total["median"], total["min"], total["max"], total["spread"]) == (46072071, 46072071, 46072079, 8)
+    assert all(type(total[key]) is int for key in ("median", "min", "max", "spread"))  # counts as integers
+    assert [segment["vela_npu_estimate_cycles"] for segment in document["segments"]] == [1000, 500]
+    assert document["segments"][0]["measured_median"] == {"instructions": 34554053}
+    assert document["samples"][2]["instructions"]["total"] == 46072079 and len(document["samples"]) == 3
+
+    litert = json.loads(cli("show", hand_made(tmp_path / "litert", [0.0001, 0.00012]), "--format", "json").out)
+    (latency,) = litert["figures"]
+    assert latency["label"] == "measured (host time, LiteRT, n=2)" and latency["unit"] == "s"
+    assert latency["median"] == 0.00011 and latency["scope"] == "host_wall_clock"
+
+    require_module("matplotlib", "the plot extra: pip install heliabuild[plot]")
+    plotted = cli("show", bundle, "--format", "json", "--plot", tmp_path / "p.svg")
+    assert plotted.code == 0 and json.loads(plotted.out) == document  # stdout is the document alone
+    assert plotted.err == f"heliabuild: plot {tmp_path / 'p.svg'}\n"
+    refused = cli("show", bundle, "--format", "xml")
+    assert refused.code == 2 and refused.out == "" and "invalid choice: 'xml'" in refused.err

@@ -211,8 +211,8 @@ def test_tensor_io_bytes_are_copied_and_used(tmp_path: Path) -> None:
     assert document["policy"]["tensor_io"]["inputs"][0]["file"] == "inputs/input_0.bin"
     result = measure(load_runner(runner_json))
     reference = run_reference(source.read_bytes(), [data])[0]
-    assert result.outputs[0][0][1] == reference[0].tobytes()
-    assert "cycles" not in result.figures[0] and result.scopes["cycles"] is None
+    assert result.samples[0].outputs[0][1] == reference[0].tobytes()
+    assert result.samples[0].figures.cycles is None and result.scopes.cycles is None
 
     (tmp_path / "in0.bin").write_bytes(data.tobytes()[:-1])
     with pytest.raises(PolicyError, match=r"in0.bin holds \d+ bytes, but input 0 .* takes exactly"):
@@ -227,7 +227,7 @@ def counter_file(tmp_path: Path) -> Path:
 
 
 def _counter_values(result) -> list[np.ndarray]:
-    return [np.frombuffer(sample[0][1], np.float32) for sample in result.outputs]
+    return [np.frombuffer(sample.outputs[0][1], np.float32) for sample in result.samples]
 
 
 def test_carry_keeps_resource_variable_state(tmp_path: Path, counter_file: Path) -> None:

@@ -80,6 +80,16 @@ def test_pipeline_on_the_fvp_of_its_platform(tmp_path: Path, fake_fvp: Path) -> 
     assert sample.segment_traffic_beats is not None and len(sample.segment_traffic_beats) == 3
     calls = [json.loads(line) for line in fake_fvp.read_text().splitlines()]
     assert sum(1 for call in calls if call[1:] != ["--version"]) == 3  # one job per segment
+    # the build summary shows the FVP's NPU cycles (the FAKE FVP's, as the real one prints them), named so
+    (row,) = [line for line in result.stdout.splitlines() if line.startswith("kws ")]
+    assert f"  measured (NPU cycles, FVP, n=1)  {sample.cycles['total']:,} cycles  0 (0.0%)  " in row, row
+    summary = json.loads((project / "build" / "heliabuild-summary.json").read_text(encoding="utf-8"))
+    (measured,) = [entry["measured"] for entry in summary["pipelines"]]
+    assert (measured["figure"], measured["scope"], measured["median"]) == (
+        "cycles.total",
+        "npu_callbacks",
+        sample.cycles["total"],
+    )
 
     again = build_ok(project)
     assert stage_counts(again) == {}, output_of(again)
@@ -124,7 +134,8 @@ def test_aot_firmware_pipeline(tmp_path: Path, fake_fvp: Path, monkeypatch: pyte
     )
     runner_only = build_ok(project, "kws-runner")
     assert stage_counts(runner_only) == {"fence": 1, "vela": 1, "aot-plan": 1, "runner": 1}, output_of(runner_only)
-    assert "heliabuild: firmware-cc build/heliabuild-firmware/corstone300/libheliafirmware.a" in output_of(runner_only)
+    library = "heliabuild: firmware-cc build/heliabuild-firmware/corstone300/libheliafirmware.a"
+    assert library in heliabuild_lines(runner_only), output_of(runner_only)
     folder = project / "build" / "runner" / "kws"
     assert sorted(p.name for p in (folder / "fvp").iterdir()) == ["firmware.elf", "firmware_layout.json"]
     records = tmp_path / "uart.txt"

@@ -5,6 +5,7 @@ and a build of one stage's alias; and the status line of heliabuild.progress, on
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -84,6 +85,36 @@ def test_one_stage_alias_counts_the_stages_under_it_and_j2_counts_each_stage_onc
     parallel = build_ok(folder, "-j2")
     assert sorted(k for k, _, _ in started(parallel)) == list(range(1, 7)), output_of(parallel)
     assert {n for _, n, _ in started(parallel)} == {6}
+
+
+TWO_PIPELINES = """\
+import json
+import heliabuild.scons
+
+env = Environment(tools=["default", heliabuild.scons.tool])
+model = env.HeliaSynth("kws.tflite", HELIA_SYNTH_KIND="chain")
+for name, fences in json.load(open("fences.json")).items():
+    env.HeliaPipeline(name, model, fences=fences, build_dir=name)
+"""
+
+
+def test_a_one_pipeline_change_counts_only_that_pipelines_stages_and_ends_at_k_of_k(tmp_path: Path) -> None:
+    """With two pipelines, a change to either reruns its five stages, counted 1/5 to 5/5: the other pipeline's
+    stages, which SCons finds up to date only later (or earlier), are never in n."""
+    folder = tmp_path / "my-project"
+    folder.mkdir()
+    (folder / "SConstruct").write_text(TWO_PIPELINES, encoding="utf-8")
+    fences = {"first": [3], "second": [6]}
+    (folder / "fences.json").write_text(json.dumps(fences), encoding="utf-8")
+    full = build_ok(folder)
+    assert started(full) == [(k, 11, stage) for k, (_, _, stage) in enumerate(started(full), 1)], output_of(full)
+    rerun = ["fence", "vela", "aot-plan", "runner", "run"]
+    for name in fences:
+        fences[name] = [2, 5]
+        (folder / "fences.json").write_text(json.dumps(fences), encoding="utf-8")
+        changed = build_ok(folder)
+        assert started(changed) == [(k, 5, stage) for k, stage in enumerate(rerun, 1)], output_of(changed)
+        assert all(f" {name}/" in line for line in changed.stdout.splitlines() if STAGE_LINE.match(line))
 
 
 def on_a_terminal(folder: Path, *arguments: str) -> tuple[int, str]:

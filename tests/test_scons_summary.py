@@ -106,6 +106,8 @@ def test_a_user_build_prints_the_table_except_after_failure_dry_run_or_clean(tmp
     failed = run_scons(project, "-k")  # kws's run stage is up to date, bad's runner fails
     assert failed.returncode == 2 and "heliabuild: error: bad.yaml" in failed.stderr, output_of(failed)
     assert table(failed) == [] and "Traceback" not in output_of(failed)
+    # neither the failed build nor the dry run wrote the summary: it is the last good build's
+    assert {name: (project / "build" / name).read_bytes() for name in written} == written
     cleaned = build_ok(project, "-c", "kws")
     assert table(cleaned) == [] and not (project / "kws" / "results").exists()
     assert not (project / "build").exists()  # the summary files and their folder went with the clean

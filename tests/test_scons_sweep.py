@@ -18,6 +18,7 @@ import pytest
 from helpers.skips import require_tool
 from test_scons import build_ok, heliabuild_lines, output_of, run_scons
 
+from heliabuild.results.reader import load_result
 from heliabuild.runner.freeze import BACKENDS
 from heliabuild.scons import sweep, sweep_table, wiring
 from heliabuild.sweeps.table import CSV_SUFFIX, HTML_SUFFIX, JSON_SUFFIX, SweepTable
@@ -63,14 +64,14 @@ def started(result: subprocess.CompletedProcess[str], stage: str, under: str = "
 
 
 def printed_table(result: subprocess.CompletedProcess[str], sweep_name: str = "kws_sweep") -> list[str]:
-    """The sweep table's lines the build printed (header, rule, rows), or []."""
+    """The sweep table's lines the build printed (header, rule, rows; not the notes under them), or []."""
     lines = result.stdout.splitlines()
     starts = [k for k, line in enumerate(lines) if line.startswith(TABLE_HEADER)]
     if not starts:
         return []
     (start,) = starts
     end = next(k for k in range(start, len(lines)) if lines[k].startswith(f"sweep {sweep_name}: {sweep_name}/"))
-    return lines[start:end]
+    return [line for line in lines[start:end] if not line.startswith("note: ")]
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +137,11 @@ def test_the_table_has_one_row_per_point_in_json_csv_and_on_the_terminal(
     assert rows[0]["vela_estimated_cycles"] == "/".join(str(c) for c in table.rows[0].estimated_cycles)
     lines = printed_table(result)
     assert len(lines) == 2 + 4 and [line.split()[0] for line in lines[2:]] == FOLDERS
-    assert all(" us host_wall_clock " in line and re.search(r"  not compared\s+zeros\s", line) for line in lines[2:])
+    assert all("  measured (host time, LiteRT, n=2)  " in line for line in lines[2:])
+    assert all(
+        re.search(r"\d (u|m)s +\S+ (u|m)s \(\d+\.\d%\)( !)?  not compared\s+zeros\s", line) for line in lines[2:]
+    )
+    assert "note: host time is LiteRT on this machine's CPU: not comparable with Vela's NPU estimate" in result.stdout
     assert "kws_sweep.1 " not in result.stdout.split("sweep kws_sweep: 4 points")[0]  # no pipeline-summary rows
 
 
@@ -455,14 +460,31 @@ def test_the_report_renders_its_table_and_plots_in_a_headless_browser(
     body = dom[dom.index('<table id="sweep-table">') :]
     rows = re.findall(r"<tr>(.*?)</tr>", body[body.index("<tbody>") :], flags=re.S)
     assert [re.search(r"<td>(.*?)</td>", row).group(1) for row in rows] == [f"kws_sweep.{k}" for k in range(1, 5)]
-    assert [re.search(r'<td class="path">(.*?)/results/', row).group(1) for row in rows] == FOLDERS
+    links = [re.search(r'<td class="path"><a href="(.*?)">(.*?)/results/', row).groups() for row in rows]
+    assert [folder for _, folder in links] == FOLDERS
+    assert all((page.parent / href).is_file() and href.endswith("/result.json") for href, _ in links)
     estimates = dom[dom.index('<svg id="estimates"') : dom.index("</svg>", dom.index('<svg id="estimates"'))]
     assert estimates.count('class="segment"') == sum(row.segment_count for row in table.rows)
-    scatter_start = dom.index('<svg id="measured-latency"')
-    scatter = dom[scatter_start : dom.index("</svg>", scatter_start)]
-    assert scatter.count('class="measured"') == sum(row.segment_count for row in table.rows)
+    panel_start = dom.index('<svg id="measured-latency"')
+    panel = dom[panel_start : dom.index("</svg>", panel_start)]
+    assert panel.count('class="measured"') == len(table.rows) and panel.count('class="spread"') == len(table.rows)
+    assert len(set(re.findall(r'<circle class="measured"[^>]* fill="(#[0-9a-f]{6})"', panel))) == len(table.rows)
+    assert ">host time (us)</text>" in panel or ">host time (ms)</text>" in panel  # its own axis, in its unit
+    values = re.findall(r'<text class="value"[^>]*>(.*?)</text>', panel)
+    assert len(values) == 4 and all(
+        re.fullmatch(r"[\d.,]+ (u|m)s, n=2, spread \S+ (u|m)s \(\d+\.\d%\)( !)?", v) for v in values
+    )
     assert 'id="measured-cycles"' not in dom and 'id="measured-instructions"' not in dom
-    assert "Vela's estimate" in dom and "host_wall_clock" in dom
+    assert "measured (host time, LiteRT): the median of each point" in dom and "Vela NPU estimate per segment" in dom
+    (provenance,) = re.findall(r'<p class="note" id="provenance">(.*?)</p>', dom)
+    bundles = [load_result(page.parent / row.bundle).document for row in table.rows]
+    days = sorted({bundle["created_at"][:10] for bundle in bundles})
+    version = bundles[0]["provider_versions"]["heliabuild"]
+    vela = json.loads(next((folder / "kws_sweep" / FOLDERS[0]).glob("*_fenced_segments.json")).read_text())["vela"]
+    when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+    assert (
+        provenance == f"heliabuild {version}, Vela {vela['version']}, measured {when} (UTC, the bundles' created_at)."
+    )
 
     screenshot = tmp_path / "report.png"
     browse(page, tmp_path / "profile", f"--screenshot={screenshot}", "--window-size=1280,2000")

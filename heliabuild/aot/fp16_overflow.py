@@ -41,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from heliabuild.aot.entries import PACKED, PACKED_FP16_ENTRIES, kernel_choice, weight_layout
+from heliabuild.aot.entries import kernel_choice, weight_layout
+from heliabuild.aot.entry_table import PACKED, PACKED_FP16_ENTRIES
 from heliabuild.aot.facts import OperatorFacts, model_facts
 from heliabuild.model.graph import Graph, indices, tensor_name
 from heliabuild.model.io import Model

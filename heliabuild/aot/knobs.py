@@ -4,7 +4,7 @@ Two knobs, each with the value `auto` besides its own:
 
 - `kernel`: `specialized` or `generic`. Applies to CONV_2D,
   DEPTHWISE_CONV_2D, TRANSPOSE_CONV and FULLY_CONNECTED layers whose dtype
-  heliabuild's entry table (`heliabuild.aot.entries`) covers.
+  heliabuild's entry table (`heliabuild.aot.entry_table`) covers.
 - `accumulation`: `precise` or `fast` (approximate). Applies to FP16 CONV_2D,
   DEPTHWISE_CONV_2D and FULLY_CONNECTED layers on a target with the `FP16`
   capability.
@@ -42,15 +42,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from heliabuild.aot.entries import (
-    GENERIC,
-    KERNEL_KNOB,
-    SPECIALIZED,
-    capability_set,
-    covered_dtypes,
-    family_of,
-    specialized_reason,
-)
+from heliabuild.aot.entries import capability_set, specialized_reason
+from heliabuild.aot.entry_table import GENERIC, KERNEL_KNOB, SPECIALIZED, covered_dtypes, family_of
 from heliabuild.aot.facts import OperatorFacts
 
 AUTO = "auto"

@@ -12,7 +12,7 @@ writes exactly the plan of docs/aot-plan.md:
    falls back to the node id, with a warning naming the operators); one knob entry per knob
    that applies (`heliabuild.aot.knobs`), resolved from the winning
    `operators` rule, then `optimization.knobs`, then `auto`; `kernel` and
-   `fixed` from the entry table (`heliabuild.aot.entries`), null where
+   `fixed` from the entry table (`heliabuild.aot.entries`, `entry_table`), null where
    heliabuild has no table. Operators without a table (an `ethos-u` command
    stream, the fence, anything else) are planned with no knobs and null
    kernel fields, never guessed;
@@ -29,7 +29,7 @@ writes exactly the plan of docs/aot-plan.md:
    otherwise; with it, the input plan is read under APPLIED
    (`heliabuild.aot.records`), compared with the plan this conversion
    produces (`heliabuild.aot.replay.compare_plan`), and its schedule applied
-   (`schedule.derive`, which rejects it naming the unit or tensor);
+   (`schedule_check.derive`, which rejects it naming the unit or tensor);
 6. the report (`heliabuild.aot.report`).
 
 `make_plan` returns the same documents and the conversion's warnings.
@@ -58,17 +58,9 @@ from heliabuild.aot.facts import (
 )
 from heliabuild.aot.platforms import Platform, get_platform
 from heliabuild.aot.prefix import check_prefix
-from heliabuild.aot.schedule import (
-    OperatorOrder,
-    Schedule,
-    ScheduleConstant,
-    SchedulePool,
-    align_up,
-    derive,
-    plan_schedule,
-    schedule_warnings,
-    tensor_placements,
-)
+from heliabuild.aot.schedule import OperatorOrder, Schedule, ScheduleConstant, SchedulePool, align_up
+from heliabuild.aot.schedule_check import derive
+from heliabuild.aot.schedule_plan import plan_schedule, schedule_warnings, tensor_placements
 from heliabuild.errors import HeliaError
 from heliabuild.model.ids import operator_id_warnings
 from heliabuild.model.io import Model, load_model, model_sha256

@@ -1,7 +1,8 @@
 """The platform table: the targets the AOT plan stage plans for, as data.
 
-`heliabuild/aot/platforms.json` (validated by `schemas/platforms.schema.json`)
-lists each platform's CPU, capabilities (`MCU`, `DSP`, `MVE`, `FP16`, `NPU`), for
+The `platforms` of heliabuild's target table (`heliabuild/targets.json`, read by heliabuild.targets;
+validated by `schemas/platforms.schema.json`) list each platform's CPU, capabilities (`MCU`, `DSP`, `MVE`,
+`FP16`, `NPU`), for
 a platform with the NPU capability the accelerator configurations its Ethos-U runs (`npu`, e.g.
 `{"ethos-u55": [32, 64, 128, 256]}`: the plan stage refuses a command stream Vela compiled for another),
 memories with their sizes and DMA boundaries, the memory constants are stored
@@ -27,8 +28,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from heliabuild.aot.shipped import PLATFORMS_FILE, PlatformError
+from heliabuild.aot.shipped import PlatformError
 from heliabuild.documents import read_json, shown
+from heliabuild.targets import TABLE_FILE, shipped_platforms_document, table
 
 if TYPE_CHECKING:
     from heliabuild.kernels.operators.admission import TargetCapabilities
@@ -37,12 +39,8 @@ SCHEMA_NAME = "platforms"
 CAPABILITIES = ("DSP", "FP16", "MCU", "MVE", "NPU")
 """Every capability a platform may have: FP16 is half-precision arithmetic, NPU runs `ethos-u` command streams."""
 ENGINES = ("cpu", "dma")
-NPU_MACS: dict[str, tuple[int, ...]] = {
-    "ethos-u55": (32, 64, 128, 256),
-    "ethos-u65": (256, 512),
-    "ethos-u85": (128, 256, 512, 1024, 2048),
-}
-"""Every Ethos-U product and the MAC configurations it comes in (an FVP's `ethosu.num_macs`)."""
+NPU_MACS: dict[str, tuple[int, ...]] = dict(table().npus)
+"""Every Ethos-U product and the MAC configurations it comes in (an FVP's `ethosu.num_macs`; the target table's)."""
 
 
 @dataclass(frozen=True)
@@ -241,14 +239,17 @@ def load_platforms(path: str | os.PathLike[str] | None = None) -> dict[str, Plat
 
 @cache
 def _shipped_platforms() -> tuple[tuple[str, Platform], ...]:
-    return tuple(_load(PLATFORMS_FILE).items())
+    return tuple(_validated(shipped_platforms_document(), TABLE_FILE).items())
 
 
 def _load(path: Path) -> dict[str, Platform]:
+    return _validated(read_json(path, "platform table", error=PlatformError), path)
+
+
+def _validated(document: Any, path: Path) -> dict[str, Platform]:
     from heliabuild.errors import SchemaError
     from heliabuild.schema_files import validate
 
-    document = read_json(path, "platform table", error=PlatformError)
     try:
         validate(document, SCHEMA_NAME, str(path))
     except SchemaError as error:

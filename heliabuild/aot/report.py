@@ -238,7 +238,7 @@ def _schedule_of(plan: Mapping[str, Any]) -> Any:
 
 
 def _stream_pool(plan: Mapping[str, Any], schedule: Any, platform: Any, dma_boundary: int | None) -> Any:
-    from heliabuild.aot.schedule import pieces, pool_layout
+    from heliabuild.aot.schedule_plan import pieces, pool_layout
 
     if schedule is None:
         schedule = _schedule_of(plan)

@@ -1,24 +1,20 @@
 """heliabuild's own platform table as the SConscripts read it: raw entries, names and the default platform.
 
 While the SConscripts are read, every pipeline asks for a default platform and the AOT emitter for a
-platform's entry; these readers take the shipped `platforms.json` as it is, unvalidated and without the
-records of heliabuild.aot.platforms (whose import alone would cost a small project's no-op build more
-than the reading does). The stage that plans for a platform loads the validated table (get_platform), so
-a broken table is still refused before anything is planned with it.
+platform's entry; these readers take the target table's platforms (heliabuild.targets) as they are,
+unvalidated by the schema and without the records of heliabuild.aot.platforms (whose import alone would cost
+a small project's no-op build more than the reading does). The stage that plans for a platform loads the
+validated table (get_platform), so a broken table is still refused before anything is planned with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-from heliabuild.documents import read_json
 from heliabuild.errors import HeliaError
-
-PLATFORMS_FILE = Path(__file__).with_name("platforms.json")
-"""The platform table shipped with heliabuild."""
+from heliabuild.targets import table
 
 DEFAULT_PLATFORM = "corstone300_ethos_u55"
 """The platform a plan of Vela's output is for when none is named (SCons's HELIA_AOT_PLATFORM, the CLI's)."""
@@ -28,12 +24,9 @@ class PlatformError(HeliaError):
     """An unknown platform name, or a platform table that breaks its rules."""
 
 
-@cache
 def platform_entries() -> Mapping[str, Any]:
-    """The shipped table's `platforms` object by name, read once per process and unvalidated; only read."""
-    document = read_json(PLATFORMS_FILE, "platform table", error=PlatformError)
-    platforms = document.get("platforms") if isinstance(document, dict) else None
-    return platforms if isinstance(platforms, dict) else {}
+    """The shipped table's platforms by name, read once per process, unvalidated by the schema; only read."""
+    return table().platforms
 
 
 def platform_names() -> list[str]:

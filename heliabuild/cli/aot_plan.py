@@ -15,7 +15,7 @@ from heliabuild.paths import check_outputs
 # heliabuild.scons.aot.DEFAULT_PLATFORM, spelled out so that building the parser does not import the AOT
 # stage (tests check they agree).
 AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"  # heliabuild.aot.shipped.DEFAULT_PLATFORM
-QEMU_PLATFORM = "mps3_an547"  # heliabuild.runner.qemu.TARGET, the qemu-m55 backend's platform
+QEMU_PLATFORM = "mps3_an547"  # heliabuild.runner.backends.qemu_m55.TARGET, the qemu-m55 backend's platform
 
 
 def add_command(commands: argparse._SubParsersAction) -> None:

@@ -127,11 +127,12 @@ class _Emitter:
 
     def address(self, ref: TensorRef) -> str:
         t = ref.index
-        ctype = self.ctype(t)
-        position = self.layout.constant_of_tensor.get(t)
         carried = self.layout.state_offset(t)
         if carried is not None:
-            return f"({ctype} *)&state[{carried}]"
+            # A resource handle has no element type: its storage is the variable's bytes.
+            return f"({_CTYPES.get(int(self.tensors[t].type), 'uint8_t')} *)&state[{carried}]"
+        ctype = self.ctype(t)
+        position = self.layout.constant_of_tensor.get(t)
         if position is None:
             return f"({ctype} *)&arena[{self.layout.arena.offsets[str(t)]}]"
         constant = self.layout.constants[position]
@@ -295,8 +296,15 @@ class _Emitter:
             if constant.residency == "pin" and position in self.referenced:
                 init.append(f"    memcpy(pinned_{position}, constant_{position}, sizeof pinned_{position});")
         # The carried state is reset here only: model_run never resets it (the acquisition lifecycle's carry).
+        filled: set[int] = set()
         for placement in self.layout.state:
+            if placement.offset in filled:
+                continue
+            filled.add(placement.offset)
             init.append(f"    memset(&state[{placement.offset}], {placement.reset_byte}, {placement.bytes}u);")
+            if placement.initial is not None:
+                offset = placement.offset
+                init.append(f"    memcpy(&state[{offset}], state_initial_{offset}, {placement.bytes}u);")
         init += ["    ctx->failed_operator = -1;", "    ctx->kernel_status = HELIA_STATUS_OK;"]
         init += ["    ctx->initialized = 1u;", "    return HELIA_MODEL_OK;", "}", ""]
 
@@ -392,9 +400,20 @@ def emit_module(
     )
     if layout.state:
         emitter.lines.append(
-            f"/* The carried state: {len(layout.state)} variable tensors, reset by model_init only. */\n"
+            f"/* The carried state: {len(layout.state)} variable and resource tensors, set by model_init only. */\n"
             f"static uint8_t state[{layout.state_bytes}] __attribute__((aligned(16)));\n"
         )
+        initialized = {p.offset: p for p in layout.state if p.initial is not None}
+        for offset, placement in sorted(initialized.items()):
+            assert placement.initial is not None
+            emitter.lines.append(
+                f"/* resource variable {comment(placement.variable or '')}: its CALL_ONCE value */\n"
+                + _array(
+                    f"static const uint8_t state_initial_{offset}[{max(len(placement.initial), 1)}]",
+                    "uint8_t",
+                    [str(b) for b in placement.initial],
+                )
+            )
     if layout.units:
         pool_section = f'section("{memory.stream_pool}"), ' if memory.stream_pool else ""
         emitter.lines.append(

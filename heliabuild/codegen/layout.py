@@ -28,6 +28,7 @@ from heliabuild.aot.records import OptimizationPlan
 from heliabuild.codegen.arena import ArenaError, Buffer, Placement, fixed_arena, plan_arena
 from heliabuild.codegen.calls import KernelCall
 from heliabuild.codegen.lowering import CodegenError
+from heliabuild.codegen.variables import RESOURCE, resource_variables
 from heliabuild.fence.contract import ELEMENT_BYTES
 from heliabuild.model.graph import indices, tensor_name
 from heliabuild.model.io import Model, offline_allocation
@@ -70,14 +71,18 @@ class UnitPlacement:
 
 @dataclass(frozen=True)
 class StatePlacement:
-    """One variable tensor in the carried state region: its offset and bytes, and the byte model_init fills it
-    with (LiteRT's reset value: the zero point's byte for int8, 0 otherwise)."""
+    """One variable tensor, or one handle tensor of a resource variable, in the carried state region: its offset
+    and bytes, the byte model_init fills it with (LiteRT's reset value: the zero point's byte for int8, 0
+    otherwise) and, for a resource variable, its name and the value its CALL_ONCE assigns (copied by model_init
+    after the fill). Handles naming one resource variable share its offset."""
 
     tensor: int
     name: str
     offset: int
     bytes: int
     reset_byte: int
+    variable: str | None = None
+    initial: bytes | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -86,6 +91,8 @@ class StatePlacement:
             "offset": self.offset,
             "bytes": self.bytes,
             "reset_byte": self.reset_byte,
+            "resource_variable": self.variable,
+            "initialized_by": "call_once" if self.initial is not None else "reset",
         }
 
 
@@ -160,16 +167,33 @@ def _aligned(value: int) -> int:
 
 
 def _state(model: Model, calls: Sequence[KernelCall]) -> tuple[StatePlacement, ...]:
-    """The variable tensors the calls read or write, in index order, each at the next aligned offset."""
+    """The variable tensors and resource handles the calls read or write, in index order, each variable at the
+    next aligned offset (handles of one resource variable at its offset)."""
     tensors = model.subgraphs[0].tensors
-    variables = sorted({t for call in calls for t in (*call.reads, *call.writes) if tensors[t].isVariable})
+    touched = sorted({t for call in calls for t in (*call.reads, *call.writes)})
+    handles = [t for t in touched if int(tensors[t].type) == RESOURCE]
+    resources = resource_variables(model, model.name) if handles else {}
     placements = []
     offset = 0
-    for t in variables:
-        size = _tensor_bytes(model, t)
-        zero_points = tensors[t].quantization.zeroPoint if tensors[t].quantization is not None else None
-        reset = int(zero_points[0]) & 0xFF if int(tensors[t].type) == 9 and zero_points is not None else 0
-        placements.append(StatePlacement(t, tensor_name(tensors[t]), offset, size, reset))
+    resource_offsets: dict[str, int] = {}
+    for t in touched:
+        tensor = tensors[t]
+        if tensor.isVariable:
+            size = _tensor_bytes(model, t)
+            zero_points = tensor.quantization.zeroPoint if tensor.quantization is not None else None
+            reset = int(zero_points[0]) & 0xFF if int(tensor.type) == 9 and zero_points is not None else 0
+            placements.append(StatePlacement(t, tensor_name(tensor), offset, size, reset))
+        elif t in resources:
+            variable = resources[t]
+            at = resource_offsets.setdefault(variable.name, offset)
+            placements.append(
+                StatePlacement(t, tensor_name(tensor), at, variable.bytes, 0, variable.name, variable.initial)
+            )
+            if at != offset:
+                continue
+            size = variable.bytes
+        else:
+            continue
         offset = _aligned(offset + size)
     return tuple(placements)
 

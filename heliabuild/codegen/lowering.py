@@ -132,20 +132,20 @@ def lower_model(
     """One KernelCall per operator of subgraph 0, in execution order; ModelRefusedError grouping every refused
     operator (heliabuild.codegen.refusals), its hint listing the forms admitted. `extra` admits further
     operator types (a target's own: heliabuild.codegen.npu for an Ethos-U), `extra_forms` states their forms."""
+    table = {**_LOWERINGS, **(extra or {})}
     state = _state_operators(model)
-    if state:
+    if state and not all(name in table for name in STATE_OPERATORS):
         raise CodegenError(
             f"{source}: the model holds state ({', '.join(state)}): the generated module keeps no resource "
             "variables between invokes, so the acquisition lifecycle's carry could not hold them; stateful models "
             "are not supported yet",
             hint='docs/firmware.md, "Admission"',
         )
-    if len(model.subgraphs) != 1:
+    if len(model.subgraphs) != 1 and not state:
         raise CodegenError(f"{source}: {len(model.subgraphs)} subgraphs; the module generator runs one")
     facts = model_facts(model)
     if not facts:
         raise CodegenError(f"{source}: the model has no operator to generate code for")
-    table = {**_LOWERINGS, **(extra or {})}
     calls: list[KernelCall] = []
     refused: list[ModuleRefusal] = []
     for op in facts:

@@ -11,6 +11,7 @@ import numpy as np
 from heliabuild.aot.facts import OperatorFacts, TensorFacts
 from heliabuild.codegen.calls import Field, InlineInts, KernelCall, TensorRef
 from heliabuild.codegen.operands import MAX_RANK, _need, _Refusal
+from heliabuild.errors import ContractKernelError
 from heliabuild.kernels import contracts_native
 from heliabuild.kernels import operators as contracts
 from heliabuild.kernels.operators.admission import CORTEX_M55, TensorSpec, activation_name
@@ -56,7 +57,7 @@ def _dims_fields(
 ) -> tuple[tuple[str, Field], ...]:
     try:
         rank, dims = contracts_native.kernel_dims([t.shape for t in tensors], output.shape, max_rank)
-    except contracts_native.ContractKernelError as error:
+    except ContractKernelError as error:
         raise _Refusal(error.message) from None
     return (("rank", rank), *((f"{name}_dims", InlineInts(d)) for name, d in zip(names, dims, strict=True)))
 

@@ -30,6 +30,7 @@ from heliabuild.codegen.calls import ByteValue, InlineInts, IntArray, KernelCall
 from heliabuild.codegen.lowering_math import _binary
 from heliabuild.codegen.lowering_shape import _concatenation, _conversion, _pad, _reshape
 from heliabuild.codegen.operands import _constant, _dtype, _need, _quant, _Refusal
+from heliabuild.errors import DataMovementError
 from heliabuild.kernels import activations, data_movement, int8
 from heliabuild.model.io import Model
 
@@ -172,7 +173,7 @@ def _index_copy(op: OperatorFacts, model: Model) -> KernelCall:
     _alike(op, data, (output,))
     try:
         copy = _index_copy_of(op, model, data)
-    except data_movement.DataMovementError as error:
+    except DataMovementError as error:
         raise _Refusal(error.message) from None
     _need(
         copy.output_shape == tuple(output.shape), f"output shape {list(output.shape)} is not {list(copy.output_shape)}"

@@ -4,20 +4,30 @@
   with a power-of-two scale, five intermediates; no peephole, CIFG, projection or layer norm): one
   `helia_lstm_s8` call (c/ops_lstm.c), the parameters from heliabuild.kernels.lstm.lstm_params, its scratch
   (the four gates of one row) in the arena.
+- SVDF in TFLite's integer form (int8 input, weights_feature and output, int16 weights_time and activation state
+  with zero point 0, fused RELU, which LiteRT requires and does not apply): one `helia_svdf_s8` call
+  (c/ops_svdf.c), the parameters from heliabuild.kernels.svdf.svdf_params; no scratch.
 
-Their variable tensors are not arena buffers: heliabuild.codegen.layout places them in the carried state region,
-reset by model_init only. `STATE_LOWERINGS` and `STATE_FORMS` are added to the base table by
+- Resource variables (heliabuild.codegen.variables): READ_VARIABLE and ASSIGN_VARIABLE copy the value out of
+  or into the variable's storage (`helia_reshape`, the byte copy); VAR_HANDLE and CALL_ONCE are zero-byte
+  copies (one call per operator), their work done by the layout (the storage) and by model_init (the CALL_ONCE
+  values).
+
+Their variable tensors and resource storage are not arena buffers: heliabuild.codegen.layout places them in the
+carried state region, set by model_init only. `STATE_LOWERINGS` and `STATE_FORMS` are added to the base table by
 heliabuild.codegen.module.lower.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from ai_edge_litert import schema_py_generated as schema
 
 from heliabuild.aot.facts import OperatorFacts, TensorFacts
 from heliabuild.codegen.calls import InlineInts, IntArray, KernelCall, Lowering, ScratchRef, TensorRef
 from heliabuild.codegen.operands import _constant, _dtype, _need, _quant, _Refusal
-from heliabuild.kernels import int8, lstm
+from heliabuild.codegen.variables import resource_variables
+from heliabuild.kernels import int8, lstm, svdf
 from heliabuild.model.io import Model
 
 LSTM_INPUTS = 24
@@ -151,12 +161,108 @@ def _lstm(op: OperatorFacts, model: Model) -> KernelCall:
     )  # fmt: skip
 
 
+def _svdf(op: OperatorFacts, model: Model) -> KernelCall:
+    _need(len(op.inputs) == 5, f"{len(op.inputs)} inputs; SVDF has 5")
+    data = _dtype(op.input(0), "int8", "input")
+    feature = _dtype(_constant(op.input(1), "weights_feature"), "int8", "weights_feature")
+    time = _dtype(_constant(op.input(2), "weights_time"), "int16", "weights_time")
+    state = _variable(op.input(4), "int16", "activation state")
+    output = _dtype(op.output, "int8", "output")
+    _need(len(data.shape) == 2 and len(feature.shape) == 2 and len(time.shape) == 2, "SVDF tensors are rank 2")
+    batches, input_size = data.shape
+    filters, memory = time.shape
+    rank = int(op.option("rank", 0) or 0)
+    _need(rank >= 1 and filters % rank == 0, f"rank {rank} does not divide the {filters} filters")
+    _need(tuple(feature.shape) == (filters, input_size), f"weights_feature shape {list(feature.shape)}")
+    _need(tuple(state.shape) == (batches, filters * memory), f"activation state shape {list(state.shape)}")
+    _need(tuple(output.shape) == (batches, filters // rank), f"output shape {list(output.shape)}")
+    feature_q = _quant(feature, "weights_feature")
+    _need(feature_q.zero_point == 0, f"weights_feature {feature.name!r} is not symmetric (zero point 0)")
+    bias = op.input(3)
+    if bias is not None:
+        _dtype(_constant(bias, "bias"), "int32", "bias")
+        _need(bias.element_count == filters // rank, f"bias {bias.name!r} has {bias.element_count} values")
+    try:
+        params = svdf.svdf_params(
+            _quant(data, "input"), feature_q.scale, _quant(time, "weights_time"), _quant(state, "activation state"),
+            _quant(output, "output"), rank, op.fused_activation or "NONE",
+        )  # fmt: skip
+    except int8.Int8KernelError as error:
+        raise _Refusal(error.message) from None
+    return KernelCall.of(
+        op,
+        "helia_svdf_s8",
+        "helia_svdf_s8_args",
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("weights_feature", TensorRef(feature.index)),
+            ("weights_time", TensorRef(time.index)),
+            ("bias", None if bias is None else TensorRef(bias.index)),
+            ("state", TensorRef(state.index)),
+            ("output", TensorRef(output.index)),
+            ("batches", batches),
+            ("input_size", input_size),
+            ("filters", filters),
+            ("memory_size", memory),
+            *((name, getattr(params, name)) for name in ("rank", "input_zero_point", "output_zero_point",
+                                                          "feature_multiplier", "feature_shift", "time_multiplier",
+                                                          "time_shift", "act_min", "act_max")),
+        ),
+        reads=tuple(t.index for t in op.inputs if t is not None),
+        writes=(output.index, state.index),
+    )  # fmt: skip
+
+
+def _copy(op: OperatorFacts, source: TensorRef | None, size: int, destination: TensorRef | None) -> KernelCall:
+    reads = () if source is None else (source.index,)
+    writes = () if destination is None else (destination.index,)
+    return KernelCall.of(
+        op,
+        "helia_reshape",
+        None,
+        fields=(("input", source), ("input_bytes", size), ("output", destination), ("output_bytes", size)),
+        reads=reads,
+        writes=writes,
+    )
+
+
+def _resource(op: OperatorFacts, model: Model) -> KernelCall:
+    variables = resource_variables(model, model.name)
+    if op.op_type in ("VAR_HANDLE", "CALL_ONCE"):
+        return _copy(op, None, 0, None)
+    handle = op.input(0)
+    _need(handle is not None and handle.index in variables, f"{op.op_type} names no resource variable")
+    assert handle is not None
+    variable = variables[handle.index]
+    value = op.output if op.op_type == "READ_VARIABLE" else op.input(1)
+    _need(value is not None, f"{op.op_type} has no value tensor")
+    assert value is not None
+    _need(
+        value.static and tuple(value.shape) == variable.shape and value.dtype == _DTYPE_NAMES.get(variable.dtype),
+        f"{op.op_type} value {value.name!r} is {value.dtype} {list(value.shape)}; the variable {variable.name!r} "
+        f"holds {_DTYPE_NAMES.get(variable.dtype)} {list(variable.shape)}",
+    )
+    if op.op_type == "READ_VARIABLE":
+        return _copy(op, TensorRef(handle.index), variable.bytes, TensorRef(value.index))
+    return _copy(op, TensorRef(value.index), variable.bytes, TensorRef(handle.index))
+
+
+_DTYPE_NAMES = {value: name.lower() for name, value in vars(schema.TensorType).items() if not name.startswith("_")}
+
+
 STATE_LOWERINGS: dict[str, Lowering] = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM": _lstm,
+    "SVDF": _svdf,
+    **dict.fromkeys(("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"), _resource),
 }
 """Operator type -> lowering, for the operators whose kernels carry variable tensors across invokes."""
 
 STATE_FORMS: dict[str, str] = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "integer int8 with an int16 cell state (no peephole, projection or layer norm)",
+    "SVDF": "integer int8 with int16 weights_time and state (the fused relu LiteRT requires)",
+    **dict.fromkeys(
+        ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"),
+        "resource variables of any dtype, initialized by constants",
+    ),
 }
 """The forms each type of STATE_LOWERINGS admits, as the refusal hint lists them."""

@@ -178,12 +178,12 @@ def _run(folder: Path, options: Mapping[str, Any], _in_process: bool) -> tuple[s
 
 
 def runner_backend(runner_json: str | os.PathLike[str]) -> str:
-    """The backend runner.json names, read as heliabuild.runner.freeze.read_runner_document reads it (validated
+    """The backend runner.json names, read through heliabuild.runner.record.read_runner_record (validated
     first); RunnerError for a file that is no valid runner.json."""
-    from heliabuild.runner.freeze import read_runner_document
+    from heliabuild.runner.record import read_runner_record
 
-    document, _ = read_runner_document(runner_json)
-    return document["backend"]
+    record, _ = read_runner_record(runner_json)
+    return record.backend
 
 
 def run_job(runner_json: str, result_dir: str) -> tuple[Job, Files]:
@@ -193,7 +193,7 @@ def run_job(runner_json: str, result_dir: str) -> tuple[Job, Files]:
     from heliabuild.runner.freeze import load_runner
 
     runner = load_runner(runner_json)
-    paths = [runner_json, *(str(Path(runner_json).parent / name) for name in sorted(runner.document["files"]))]
+    paths = [runner_json, *(str(Path(runner_json).parent / name) for name in sorted(runner.record.files))]
     inputs, files = _inputs(paths)
     resource, tool = RUN_RESOURCES.get(runner.backend, (None, None))
     options = {"runner": job_name(runner_json), "result_dir": job_name(result_dir)}

@@ -16,11 +16,10 @@ def strip_fences(model: str | bytes | Model) -> Model:
     chains of fences), graph outputs and signature defs are rewired back, and
     the fence outputs, their buffers and the then unused fence opcode are
     removed, so stripping a fenced model gives a model that computes exactly
-    what its source computed (the source itself, for a source with no fences).
+    what its source computed (the source itself, for a source with no fences, of any number of subgraphs).
     """
     loaded = load_model(model)
     result = copy_model(loaded) if loaded is model else loaded
-    subgraph = primary_subgraph(result)
     codes = result.operator_codes
     for index, opcode in enumerate(codes):
         if is_legacy_name(opcode):
@@ -29,6 +28,9 @@ def strip_fences(model: str | bytes | Model) -> Model:
                 hint=REGENERATE_HINT,
             )
     fence_codes = {i for i, opcode in enumerate(codes) if is_fence_name(opcode)}
+    if not fence_codes:
+        return result  # nothing to strip, whatever its subgraphs (a CALL_ONCE model's initialization)
+    subgraph = primary_subgraph(result)
 
     original_of: dict[int, int] = {}
     kept = []

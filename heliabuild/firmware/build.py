@@ -35,6 +35,7 @@ from heliabuild.firmware.toolchain import (
     link_elf,
     toolchain_version,
 )
+from heliabuild.targets import Machine, table
 
 if TYPE_CHECKING:  # the SCons tool imports this module while SConscripts are read: no numpy or TFLite schema
     from heliabuild.codegen.layout import Layout
@@ -64,38 +65,35 @@ class FirmwareTarget:
     constant_bytes: int
     data_bytes: int
     sram_bytes: int
-    harness: tuple[str, ...] = ("semihosting.c", "counter.c", "measure_ticks.c")
-    arena_memory: str = "ISRAM"
-    constant_memory: str = "QSPI"
-    npu: bool = False
+    harness: tuple[str, ...]
+    arena_memory: str
+    constant_memory: str
+    npu: bool
+
+    @classmethod
+    def of(cls, machine: Machine) -> FirmwareTarget:
+        """The firmware target of a machine of the target table (heliabuild.targets) that has firmware facts."""
+        facts = machine.firmware
+        assert facts is not None
+        return cls(
+            machine.name,
+            facts.startup,
+            facts.linker_script,
+            arena_bytes=machine.memory(facts.arena_memory).bytes,
+            constant_bytes=machine.memory(facts.constant_memory).bytes,
+            data_bytes=machine.memory("DTCM").bytes - facts.stack_bytes - facts.harness_data_bytes,
+            sram_bytes=machine.memory("SRAM").bytes,
+            harness=facts.harness,
+            arena_memory=facts.arena_memory,
+            constant_memory=facts.constant_memory,
+            npu=facts.npu,
+        )
 
 
-_DATA_BYTES = (512 << 10) - (32 << 10) - (16 << 10)
-TARGETS = {
-    "mps3_an547": FirmwareTarget(
-        "mps3_an547",
-        "mps3_an547/startup.c",
-        "mps3_an547/memory.ld",
-        arena_bytes=4 << 20,
-        constant_bytes=8 << 20,
-        data_bytes=_DATA_BYTES,
-        sram_bytes=2 << 20,
-    ),
-    "corstone300": FirmwareTarget(
-        "corstone300",
-        "corstone300/startup.c",
-        "corstone300/memory.ld",
-        arena_bytes=4 << 20,
-        constant_bytes=32 << 20,
-        data_bytes=_DATA_BYTES,
-        sram_bytes=2 << 20,
-        harness=("corstone300/uart.c",),
-        constant_memory="DDR",
-        npu=True,
-    ),
-}
-"""Firmware targets by name (the machine they run on). `data_bytes` keeps 16 KiB of DTCM for the harness's own
-data beside the 32 KiB stack. `corstone300` is the Corstone-300 FVPs' map (secure aliases; docs/firmware.md)."""
+TARGETS = {name: FirmwareTarget.of(machine) for name, machine in table().machines.items() if machine.firmware}
+"""Firmware targets by name (the machine they run on), from the target table: `data_bytes` is what the stack and
+the harness's own data leave of DTCM. `corstone300` is the Corstone-300 FVPs' map (secure aliases;
+docs/firmware.md)."""
 
 
 def target(name: str) -> FirmwareTarget:

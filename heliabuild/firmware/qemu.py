@@ -16,9 +16,10 @@ from pathlib import Path
 
 from heliabuild.errors import FirmwareError
 from heliabuild.subprocesses import BoundedRun, run_bounded
+from heliabuild.targets import table
 
 QEMU = "qemu-system-arm"
-MACHINE = "mps3-an547"
+MACHINE = table().qemu_machine().qemu_machine
 QEMU_PACKAGE = "qemu-system-arm"
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT = 64 << 20

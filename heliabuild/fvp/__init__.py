@@ -11,5 +11,6 @@ One concept per module:
 - log: the strict UART log reader, reading each firmware by its own ending (the log is the authority; a
   non-zero FVP exit status after a complete log fails the run too);
 - counters: merging the per-segment jobs of a sample into its figures;
-- heliabuild.runner.fvp (above this package): the runner build's and the run stage's parts.
+- heliabuild.runner.backends.fvp_prebuilt and fvp_aot (above this package): the runner build's and the run
+  stage's parts.
 """

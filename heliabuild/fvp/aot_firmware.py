@@ -1,6 +1,6 @@
 """The facts of the fvp backend's second firmware: heliabuild's own AOT firmware of Vela's output, built for a
 Corstone FVP with the user's Ethos-U core driver (docs/runner.md, "The AOT firmware"; docs/firmware.md,
-"Corstone-300 and the Ethos-U driver"). heliabuild.runner.fvp builds and measures it.
+"Corstone-300 and the Ethos-U driver"). heliabuild.runner.backends.fvp_aot builds and measures it.
 
 - where it is built for (`check_platform`: Corstone-300, its U55 and U65 FVPs; Corstone-310 and 320 are refused
   by name, their memory maps and peripheral addresses not being among the facts it was written from), its files
@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from heliabuild.errors import FvpError
+from heliabuild.targets import table
 
 SOURCE = "heliabuild-aot"
 """runner.json's `fvp.firmware.source` for heliabuild's AOT firmware."""
-TARGET = "corstone300"
-PLATFORMS = ("corstone-300",)
+(_MACHINE,) = table().fvp_firmware_machines()
+TARGET = _MACHINE.name
+PLATFORMS = (_MACHINE.fvp_platform,)
 ELF_FILE = "fvp/firmware.elf"
 LAYOUT_FILE = "fvp/firmware_layout.json"
 PREFIX = "model"

@@ -19,7 +19,8 @@ The UART log is the authority: a firmware's verdict is what it printed, read by 
 5. was not ended by an FVP that exited with a non-zero status (MLIA fails such a run too, after a complete log).
 
 A log that shows neither ending, or that `read_job` finds no counters in, is an UnreadLog (an FvpError) naming
-what was missing: heliabuild.runner.fvp keeps that log in the failed run's own folder and names it.
+what was missing: heliabuild.runner.backends.fvp_common.keep_log keeps that log in the failed run's own folder
+and names it.
 
 `read_job(run, npu, source)` reads a prebuilt runner's job (either ending; a core-platform runner must report
 exit code 0): exactly one `<metrics>BASE64</metrics>` block (MLEK: the line `INFO - <metrics>...</metrics>`),
@@ -39,7 +40,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from heliabuild.errors import FvpError, HeliaError
+from heliabuild.errors import FvpError, HeliaError, UnreadLog
 
 EOT = "\x04"
 COUNTER_LIMIT = 1 << 63
@@ -82,16 +83,6 @@ _WORDS = {
     "num_axi_sram": "AXI SRAM ports",
     "num_axi_ext": "AXI external ports",
 }
-
-
-class UnreadLog(FvpError):
-    """A UART log that shows no ending heliabuild reads, or no counters where a job needs them: the caller keeps
-    the log (`output`, the bytes the FVP wrote) where the user can read it."""
-
-    def __init__(self, message: str, run: Any) -> None:
-        super().__init__(message)
-        text = "" if run is None else run.console
-        self.output: bytes = getattr(run, "output", b"") or text.encode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The Arm Corstone FVPs heliabuild runs, and which Vela output each can run (../shared/targets/fvp.md).
 
 A target is one FVP executable: its Corstone platform, the Ethos-U it models, the MAC counts that NPU may be
-configured with, and how its command line spells the board (`mps3_board` on Corstone-300/310,
+configured with (the executables, the MAC counts and the platform mapping are the target table's,
+heliabuild.targets), and how its command line spells the board (`mps3_board` on Corstone-300/310,
 `mps4_board` on Corstone-320). `resolve_target(accelerator, choice)` picks the target for a Vela accelerator
 config (`ethos-u55-128`) and an optional choice (`corstone-310`, or `corstone-300/ethos-u55-128` to name
 the NPU configuration too) and refuses, before anything runs, an accelerator config the target cannot run:
@@ -15,13 +16,10 @@ import re
 from dataclasses import dataclass
 
 from heliabuild.errors import FvpError
+from heliabuild.targets import table
 
-MAC_COUNTS = {
-    "ethos-u55": (32, 64, 128, 256),
-    "ethos-u65": (256, 512),
-    "ethos-u85": (128, 256, 512, 1024, 2048),
-}
-"""The MAC counts each Ethos-U may be configured with (`ethosu.num_macs`)."""
+MAC_COUNTS = dict(table().npus)
+"""The MAC counts each Ethos-U may be configured with (`ethosu.num_macs`; the target table's)."""
 
 
 @dataclass(frozen=True)
@@ -60,16 +58,10 @@ class FvpTarget:
         return {"executable": self.executable, "platform": self.platform, "npu": self.npu}
 
 
-TARGETS = (
-    FvpTarget("FVP_Corstone_SSE-300_Ethos-U55", "corstone-300", "ethos-u55"),
-    FvpTarget("FVP_Corstone_SSE-300_Ethos-U65", "corstone-300", "ethos-u65"),
-    FvpTarget("FVP_Corstone_SSE-310", "corstone-310", "ethos-u55"),
-    FvpTarget("FVP_Corstone_SSE-310_Ethos-U65", "corstone-310", "ethos-u65"),
-    FvpTarget("FVP_Corstone_SSE-320", "corstone-320", "ethos-u85"),
-)
-"""Every FVP executable by its platform and NPU (MLIA's Corstone backend, MLEK)."""
-PLATFORMS = ("corstone-300", "corstone-310", "corstone-320")
-DEFAULT_PLATFORM = {"ethos-u55": "corstone-300", "ethos-u65": "corstone-300", "ethos-u85": "corstone-320"}
+TARGETS = tuple(FvpTarget(e.executable, e.platform, e.npu) for e in table().fvp_executables)
+"""Every FVP executable by its platform and NPU (MLIA's Corstone backend, MLEK; the target table's)."""
+PLATFORMS = tuple(dict.fromkeys(target.platform for target in TARGETS))
+DEFAULT_PLATFORM = dict(table().fvp_default_platform)
 """The platform used when none is chosen."""
 
 _ACCELERATOR = re.compile(r"^(ethos-u(?:55|65|85))-([0-9]+)$")
@@ -131,13 +123,8 @@ def resolve_target(accelerator: str, choice: str | None = None, *, source: str =
     )
 
 
-PLATFORM_TARGETS = {
-    "corstone300_ethos_u55": "corstone-300",
-    "corstone300_ethos_u65": "corstone-300",
-    "corstone310_ethos_u55": "corstone-310",
-    "corstone320_ethos_u85": "corstone-320",
-}
-"""heliabuild's platform table name -> the FVP target that models it (heliabuild/aot/platforms.json)."""
+PLATFORM_TARGETS = dict(table().platform_fvp)
+"""heliabuild's platform table name -> the FVP target that models it (the target table's `platforms.*.fvp`)."""
 
 
 def platform_npu(platform: str) -> str | None:

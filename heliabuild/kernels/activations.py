@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from heliabuild.kernels.fixed_point import quantize_multiplier
 from heliabuild.kernels.int8 import (
     _I8,
     BinaryParams,
@@ -26,7 +27,6 @@ from heliabuild.kernels.int8 import (
     Int8Kernels,
     Quant,
     _fields,
-    quantize_multiplier,
 )
 
 

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from heliabuild.errors import KernelError
+from heliabuild.errors import ContractKernelError
 from heliabuild.kernels.native import Status
 
 MAX_RANK = 6
@@ -42,14 +42,6 @@ COMPARISONS: dict[str, str] = {
 """TFLite comparison name -> the C run function (the check is `<name>_check`)."""
 
 FLOAT_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
-
-
-class ContractKernelError(KernelError):
-    """A request a contract kernel refuses (`.status`), or one the bindings cannot express (`.status` None)."""
-
-    def __init__(self, message: str, status: Status | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def kernel_dims(

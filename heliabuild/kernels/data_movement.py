@@ -29,22 +29,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heliabuild.errors import KernelError
+from heliabuild.errors import DataMovementError
 from heliabuild.kernels.native import Status
 
 MAX_RANK = 6
 MIRROR_MODES = ("REFLECT", "SYMMETRIC")
 ARG_KINDS = ("max", "min")
 """helia_arg_s8_args.kind: HELIA_ARG_MAX 0, HELIA_ARG_MIN 1."""
-
-
-class DataMovementError(KernelError):
-    """Arguments of a data-movement operator that TFLite refuses or the kernels do not take (`.status` the C
-    status when the C kernel refused)."""
-
-    def __init__(self, message: str, status: Status | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from heliabuild.kernels.fixed_point import quantize_multiplier
+from heliabuild.kernels.fixed_point import round_half_away as _round_half_away
 from heliabuild.kernels.int8 import (
     MAX_RANK,
     BinaryParams,
@@ -34,12 +36,10 @@ from heliabuild.kernels.int8 import (
     _dims,
     _multipliers,
     _pointer,
-    _round_half_away,
     activation_range,
     add_params,
     conv_params,
     mul_params,
-    quantize_multiplier,
 )
 
 ADD_S16_LEFT_SHIFT = 15

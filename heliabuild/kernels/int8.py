@@ -6,8 +6,8 @@ module derives them from the float32 scales a TFLite model stores, with the
 arithmetic LiteRT uses (docs/kernels.md, "int8 operator kernels"), so the
 firmware generator and the tests share one derivation:
 
-- `quantize_multiplier(real)`: TFLite's QuantizeMultiplier (frexp, round the
-  mantissa to 31 bits, ties away from zero);
+- `quantize_multiplier(real)` (heliabuild.kernels.fixed_point): TFLite's QuantizeMultiplier, the one the
+  AOT plan's requantization uses too;
 - `activation_range(activation, quant)`: the fused activation as int8 bounds;
 - `conv_params`, `fully_connected_params`, `pool_params`, `add_params`,
   `mul_params`, `softmax_params`: every integer a kernel needs;
@@ -15,9 +15,8 @@ firmware generator and the tests share one derivation:
   `reads_in_place(params)`: the per-channel weight sums and the im2col row the
   Helium bodies take, and whether CONV_2D's 1x1 entry applies (docs/kernels.md,
   "Helium (MVE) bodies");
-- `mbqm_single`, `mbqm_double`: the two roundings of TFLite's
-  MultiplyByQuantizedMultiplier that LiteRT's reference kernels use
-  (FULLY_CONNECTED rounds once, the other operators twice), stated in Python.
+- `mbqm_single`, `mbqm_double` (heliabuild.kernels.fixed_point): the two roundings of TFLite's
+  MultiplyByQuantizedMultiplier that LiteRT's reference kernels use.
 
 `Int8Kernels(load_host_library(build_dir))` runs the host build of the C
 kernels on numpy arrays; a refused request raises `Int8KernelError` with the
@@ -36,7 +35,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from heliabuild.errors import KernelError
+from heliabuild.errors import Int8KernelError
+from heliabuild.kernels.fixed_point import effective_scale, quantize_multiplier, round_half_away
 from heliabuild.kernels.native import Status
 
 MAX_RANK = 6
@@ -45,14 +45,6 @@ ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6")
 SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
-
-
-class Int8KernelError(KernelError):
-    """A request an int8 kernel refuses (`.status`), or parameters it cannot represent (`.status` None)."""
-
-    def __init__(self, message: str, status: Status | None = None, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.status = status
 
 
 @dataclass(frozen=True)
@@ -70,63 +62,9 @@ class Quant:
 # ---- arithmetic ---------------------------------------------------------------------------------
 
 
-def _round_half_away(value: float) -> int:
-    """std::round: to nearest, ties away from zero (exact for |value| < 2^52)."""
-    return int(math.copysign(math.floor(abs(value) + 0.5), value))
-
-
-def quantize_multiplier(real: float) -> tuple[int, int]:
-    """TFLite's QuantizeMultiplier: (multiplier, shift) with real = multiplier * 2^(shift - 31).
-
-    The multiplier is in [2^30, 2^31 - 1]; a real below 2^-32 becomes (0, 0), as in TFLite, and one of
-    2^30 or more saturates to (2^31 - 1, 30), as TFLite's single-rounding build does (its double-rounding
-    build would shift past 30, undefined; no real scales give such a multiplier). Raises Int8KernelError
-    for a negative or non-finite real.
-    """
-    if not math.isfinite(real) or real < 0:
-        raise Int8KernelError(f"quantized multiplier: real multiplier {real!r} is not a finite value >= 0")
-    if real == 0.0:
-        return 0, 0
-    mantissa, shift = math.frexp(real)
-    fixed = _round_half_away(mantissa * (1 << 31))
-    if fixed == 1 << 31:
-        fixed //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    if shift > 30:  # saturate at the largest multiplier the kernels accept
-        return 2**31 - 1, 30
-    return fixed, shift
-
-
-def _wrap32(value: int) -> int:
-    return (value + 2**31) % 2**32 - 2**31
-
-
-def mbqm_single(x: int, multiplier: int, shift: int) -> int:
-    """Single-rounding MultiplyByQuantizedMultiplier (helia_fixed.h): floor((x*m + 2^(30-shift)) / 2^(31-shift))."""
-    total = 31 - shift
-    return _wrap32((x * multiplier + (1 << (total - 1))) >> total)
-
-
-def mbqm_double(x: int, multiplier: int, shift: int) -> int:
-    """Double-rounding (gemmlowp) MultiplyByQuantizedMultiplier (helia_fixed.h), int32 in and out."""
-    left, right = max(shift, 0), max(-shift, 0)
-    shifted = _wrap32(x << left)
-    if shifted == multiplier == -(2**31):
-        high = 2**31 - 1
-    else:
-        product = shifted * multiplier
-        nudged = product + ((1 << 30) if product >= 0 else 1 - (1 << 30))
-        high = abs(nudged) >> 31 if nudged >= 0 else -(abs(nudged) >> 31)
-    mask = (1 << right) - 1
-    threshold = (mask >> 1) + (1 if high < 0 else 0)
-    return (high >> right) + (1 if high & mask > threshold else 0)
-
-
 def quantize_value(real: float, quant: Quant) -> int:
     """TFLite's activation-range quantization of one float: zero_point + round(real / scale) in float32."""
-    return quant.zero_point + _round_half_away(float(np.float32(real) / np.float32(quant.scale)))
+    return quant.zero_point + round_half_away(float(np.float32(real) / np.float32(quant.scale)))
 
 
 def activation_range(activation: str, quant: Quant, bounds: tuple[int, int] = (-128, 127)) -> tuple[int, int]:
@@ -168,7 +106,7 @@ def _per_channel(filter_scales: Sequence[float] | np.ndarray) -> np.ndarray:
 
 def _multipliers(input_scale: float, filter_scales: np.ndarray, output_scale: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel multipliers: (double(input_scale) * double(filter_scale)) / double(output_scale)."""
-    pairs = [quantize_multiplier(float(input_scale) * float(f) / float(output_scale)) for f in filter_scales]
+    pairs = [quantize_multiplier(effective_scale(input_scale, f, output_scale)) for f in filter_scales]
     return np.array([m for m, _ in pairs], np.int32), np.array([s for _, s in pairs], np.int32)
 
 

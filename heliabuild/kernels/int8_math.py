@@ -24,6 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from heliabuild.kernels.fixed_point import quantize_multiplier
 from heliabuild.kernels.int8 import (
     _I8,
     BinaryArgs,
@@ -33,7 +34,6 @@ from heliabuild.kernels.int8 import (
     Quant,
     _c_array,
     _pointer,
-    quantize_multiplier,
     softmax_params,
 )
 

@@ -24,6 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from heliabuild.kernels.fixed_point import quantize_multiplier
 from heliabuild.kernels.int8 import (
     _I8,
     _I32,
@@ -39,7 +40,6 @@ from heliabuild.kernels.int8 import (
     activation_range,
     output_size,
     padding_before,
-    quantize_multiplier,
 )
 
 BATCH_AXES = 3

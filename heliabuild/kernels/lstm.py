@@ -7,7 +7,7 @@ float32 scales as LiteRT prepares them, and its binding (docs/kernels.md, "Integ
   Q3.12), products and quotient in float32 as LiteRT computes them, then TFLite's QuantizeMultiplier;
 - the hidden multiplier of 2^-15 / hidden_scale * 2^-15 (o times tanh(c), both Q0.15, to the hidden state);
 - the effective biases: the gate bias minus input_zp times each weight row's sum on the input side, minus
-  output_state_zp times each recurrent row's sum on the recurrent side;
+  output_state_zp times each recurrent row's sum on the recurrent side (int32, wrapping);
 - the cell state's scale as a power of two and the cell clip in cell-state codes.
 
 Refused (Int8KernelError): a cell scale that is not a power of two in [2^-15, 2^-9], a hidden intermediate
@@ -25,7 +25,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from heliabuild.kernels.int8 import _I8, Int8KernelError, Int8Kernels, Quant, _c_array, _pointer, quantize_multiplier
+from heliabuild.kernels.int8 import (
+    _I8,
+    Int8KernelError,
+    Int8Kernels,
+    Quant,
+    _c_array,
+    _pointer,
+    _wrap32,
+    quantize_multiplier,
+)
 
 GATE_SCALE = 2.0**-12
 CELL_LOG2_RANGE = (-15, -9)
@@ -89,8 +98,10 @@ def lstm_params(
         folded = -int(input_quant.zero_point) * w.astype(np.int64).sum(axis=1)
         if bias is not None:
             folded = folded + bias.astype(np.int64)
-        input_b.append(tuple(int(v) for v in folded))
-        recurrent_b.append(tuple(int(v) for v in -int(state_quant.zero_point) * u.astype(np.int64).sum(axis=1)))
+        input_b.append(tuple(_wrap32(int(v)) for v in folded))
+        recurrent_b.append(
+            tuple(_wrap32(int(v)) for v in -int(state_quant.zero_point) * u.astype(np.int64).sum(axis=1))
+        )
     hidden_real = _F32(2.0**-15 / float(_F32(hidden_quant.scale)) * 2.0**-15)
     hidden_multiplier, hidden_shift = quantize_multiplier(float(hidden_real))
     clip = 0
@@ -126,7 +137,7 @@ class LstmArgs(ctypes.Structure):
         *[(f"recurrent_{g}_gate_bias", _I32) for g in GATE_NAMES],
         *[(name, _GATES4) for name in ("input_multipliers", "input_shifts", "recurrent_multipliers",
                                        "recurrent_shifts")],
-        ("output_state", _I8), ("cell_state", _I16), ("output", _I8), ("scratch", _I8),
+        ("output_state", _I8), ("cell_state", _I16), ("output", _I8), ("scratch", ctypes.c_void_p),
         *[(name, ctypes.c_int32) for name in ("scratch_bytes", "batches", "time_steps", "input_size", "units",
                                               "time_major", "cell_log2", "cell_clip", "hidden_multiplier",
                                               "hidden_shift", "hidden_zero_point")],
@@ -167,16 +178,18 @@ class LstmKernels(Int8Kernels):
         units = int(output_state.shape[-1])
         weights = [_c_array(w, "int8") for w in (*input_weights, *recurrent_weights)]
         biases = [_c_array(b, "int32") for b in (*params.input_biases, *params.recurrent_biases)]
-        scratch = np.zeros(scratch_bytes(units), np.int8)
+        scratch = np.zeros(scratch_bytes(units) // 2, np.int16)
         out_shape = (steps, batches, units) if time_major else (batches, steps, units)
         out = np.zeros(out_shape, np.int8)
         args = LstmArgs(
             _pointer(data, _I8), *(_pointer(w, _I8) for w in weights), *(_pointer(b, _I32) for b in biases),
             _GATES4(*params.input_multipliers), _GATES4(*params.input_shifts),
             _GATES4(*params.recurrent_multipliers), _GATES4(*params.recurrent_shifts),
-            _pointer(output_state, _I8), _pointer(cell_state, _I16), _pointer(out, _I8), _pointer(scratch, _I8),
-            scratch.size, batches, steps, int(data.shape[2]), units, int(time_major), params.cell_log2,
+            _pointer(output_state, _I8), _pointer(cell_state, _I16), _pointer(out, _I8),
+            _pointer(scratch, ctypes.c_void_p),
+            scratch.nbytes, batches, steps, int(data.shape[2]), units, int(time_major), params.cell_log2,
             params.cell_clip, params.hidden_multiplier, params.hidden_shift, params.hidden_zero_point,
         )  # fmt: skip
-        self._call("helia_lstm_s8", args, arrays=(data, *weights, *biases, scratch, output_state, cell_state, out))
+        arrays = (data, *weights, *biases, scratch, output_state, cell_state, out)
+        self._call("helia_lstm_s8", args, arrays=arrays, written=4)
         return out

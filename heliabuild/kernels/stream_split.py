@@ -44,7 +44,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from heliabuild.errors import KernelError
+from heliabuild.errors import StreamSplitError
 from heliabuild.fence.contract import ELEMENT_BYTES, TYPE_NAMES
 from heliabuild.kernels.native import Status
 
@@ -71,16 +71,6 @@ class TensorBuffer:
 
 
 Tensor: TypeAlias = np.ndarray | memoryview | TensorBuffer
-
-
-class StreamSplitError(KernelError):
-    """A stream-split request the contract refuses: `status` is the C status code, `pair` the pair
-    index concerned (None for a count error)."""
-
-    def __init__(self, status: Status, pair: int | None, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.pair = pair
 
 
 @dataclass(frozen=True)

@@ -23,15 +23,20 @@ The comparison holds, in this order:
 Each pair has a delta (new - base) and a percent (100 * delta / base; None when the base is 0 or a side
 lacks the figure). The compared value of a measured figure is its median.
 
-Two sides are not comparable when their segment layouts (the operator ranges) differ, or, with one
-layout, when they are of another model (a bundle's `run_identity.model_sha256`; a segments.json's
-`source_sha256`, or its `model_sha256` without one). The layout is checked first: a bundle's model is the
-fenced model, whose hash differs whenever its fences do. Not comparable is a CompareError unless `force`
-is given; then the refusals are listed and the comparison goes on.
+Two segment layouts (operator ranges) are compared by the totals and by the segments that line up (the
+same operator range on both sides): estimates are paired by range, and so are per-segment measured figures,
+named `<figure>[ops a..b]` (`instructions.segment[ops 7..8]`); a segment of one side only is shown with `-`
+on the other. Two sides are not comparable when they are of another model: with one layout, a bundle's
+`run_identity.model_sha256` (or a segments.json's `source_sha256`, or its `model_sha256` without one)
+differs; with two, whose fenced models differ by their fences anyway, the segments.json's `source_sha256`
+differ, or else the operators the layouts cover. Not comparable is a CompareError unless `force` is given;
+then the refusals are listed and the comparison goes on.
 
-With `max_regression` (a percent), a regression is a compared value (an estimate, the estimated total or a
-measured median) that grew by more than that percent, or grew from 0. Every figure counts as a cost:
-cycles, instructions, latency, traffic and energy all regress when they grow.
+With `max_regression` (a percent), the gate (heliabuild.results.gate) judges every compared value: Vela's
+estimates and the deterministic measured figures (QEMU instructions, FVP NPU cycles and beats) regress
+when they grew by more than that percent, or grew from 0; noisy figures (host time) only with `gate_noisy`,
+by a bootstrap test; a figure whose spread is flagged is reported, never gated. Every figure counts as a
+cost: cycles, instructions, latency, traffic and energy all regress when they grow.
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ from typing import Any
 
 from heliabuild.errors import ResultError
 from heliabuild.files import json_text
-from heliabuild.results.figures import Figure, measured_figures
+from heliabuild.results.figures import Figure, figure_values, measured_figures, segment_figure
+from heliabuild.results.gate import DEFAULT_CONFIDENCE, Judgement, judge_estimate, judge_measured, scope_of
 from heliabuild.results.verdict import input_source, verdict
 from heliabuild.tables import text_table
 
@@ -85,6 +91,19 @@ class Side:
     memory: dict[str, float | None] = field(default_factory=dict)
     outcome: dict[str, str] = field(default_factory=dict)
     """A bundle's verification verdict and input source (heliabuild.results.verdict), by name."""
+    scopes: dict[str, Any] = field(default_factory=dict)
+    """A bundle's `scopes`: how each figure was measured (heliabuild.results.gate.scope_of)."""
+    values: dict[str, tuple[float, ...] | None] = field(default_factory=dict)
+    """Each figure's value in every sample, by figure name (for the gate's statistical test)."""
+    source_sha256: str | None = None
+    """The unfenced model a segments.json's fenced model was cut from, when it records it."""
+
+    def range_of(self, name: str) -> tuple[int, int] | None:
+        """The operator range of per-segment figure `name` (`instructions.segment.2`), or None."""
+        located = segment_figure(name)
+        if located is None or located[1] >= len(self.ranges):
+            return None
+        return self.ranges[located[1]]
 
 
 @dataclass(frozen=True)
@@ -107,15 +126,6 @@ class Pair:
         assert self.base is not None
         return 100.0 * delta / abs(self.base)
 
-    def regresses(self, limit: float) -> bool:
-        """Whether the value grew by more than `limit` percent (or grew from 0)."""
-        if self.base is None or self.new is None:
-            return False
-        if self.base == 0:
-            return self.new > 0
-        percent = self.percent
-        return percent is not None and percent > limit
-
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "base": self.base, "new": self.new, "delta": self.delta, "percent": self.percent}
 
@@ -133,6 +143,12 @@ class Comparison:
     memory: tuple[Pair, ...] = ()
     max_regression: float | None = None
     regressions: tuple[Pair, ...] = ()
+    layout: str | None = None
+    """The note on two segment layouts (compared by the totals and the segments that line up), or None."""
+    judgements: tuple[Judgement, ...] = ()
+    """The gate's decision on each compared value (heliabuild.results.gate), with `max_regression`."""
+    gate_noisy: bool = False
+    confidence: float = DEFAULT_CONFIDENCE
 
     def measured_pairs(self) -> list[Pair]:
         """Each measured figure's medians as a Pair."""
@@ -165,6 +181,12 @@ class Comparison:
             ],
             "max_regression": self.max_regression,
             "regressions": [pair.to_json() for pair in self.regressions],
+            "layout": self.layout,
+            "gate": {
+                "noisy": self.gate_noisy,
+                "confidence": self.confidence if self.gate_noisy else None,
+                "judgements": [judgement.to_json() for judgement in self.judgements],
+            },
             "outcome": [
                 {"name": name, "base": self.base.outcome.get(name), "new": self.new.outcome.get(name)}
                 for name in OUTCOME
@@ -209,11 +231,13 @@ def _bundle_side(path: Path) -> Side:
         ranges=ranges,
         estimates=tuple(s["estimated_cycles"] for s in result.segments),
         options=options,
-        figures=tuple(measured_figures(result)),
+        figures=(figures := tuple(measured_figures(result))),
         memory={name: vela.get(name) for name in MEMORY_FIGURES} if vela else {},
         outcome={"verification": verdict(identity, result.samples).text(), "inputs": input_source(identity)}
         if result.executed
         else {},
+        scopes=dict(result.document.get("scopes") or {}),
+        values={figure.name: figure_values(result, figure.name) for figure in figures},
     )
 
 
@@ -231,6 +255,7 @@ def _segments_side(path: Path) -> Side:
         estimates=tuple(s["op_cycles"] for s in document["segments"]),
         options={**{name: vela[key] for name, key in _VELA_OPTIONS}, "fences": _fences(ranges)},
         memory={name: vela.get(name) for name in MEMORY_FIGURES},
+        source_sha256=document.get("source_sha256"),
     )
 
 
@@ -249,15 +274,55 @@ def read_side(path: str | os.PathLike[str]) -> Side:
 
 
 def _refusals(base: Side, new: Side) -> list[str]:
-    if base.ranges != new.ranges:
-        shown = [", ".join(_range_name(*r) for r in side.ranges) or "none" for side in (base, new)]
-        return [f"another segment layout: {base.path} has {shown[0]}, {new.path} has {shown[1]}"]
-    if base.model_sha256 != new.model_sha256:
+    """Why the two sides are of another model. With one segment layout, their model hashes differ. With
+    two, the fenced models differ by their fences anyway: the source models' hashes differ (segments.json
+    that record them), or else the operators the layouts cover."""
+    if base.ranges == new.ranges:
+        if base.model_sha256 == new.model_sha256:
+            return []
         return [
             f"another model: {base.path} is of model sha256 {base.model_sha256}, "
             f"{new.path} of model sha256 {new.model_sha256}"
         ]
+    if base.source_sha256 is not None and new.source_sha256 is not None:
+        if base.source_sha256 == new.source_sha256:
+            return []
+        return [
+            f"another model: {base.path} was cut from model sha256 {base.source_sha256}, "
+            f"{new.path} from model sha256 {new.source_sha256}"
+        ]
+    covered = [_range_name(side.ranges[0][0], side.ranges[-1][1]) if side.ranges else "none" for side in (base, new)]
+    if covered[0] != covered[1]:
+        return [f"another model: {base.path} covers {covered[0]}, {new.path} covers {covered[1]}"]
     return []
+
+
+def _layout(base: Side, new: Side) -> str | None:
+    """The note on two segment layouts (None for one): both, and the segments that line up."""
+    if base.ranges == new.ranges:
+        return None
+    shown = [", ".join(_range_name(*r) for r in side.ranges) or "none" for side in (base, new)]
+    aligned = ", ".join(_range_name(*r) for r in base.ranges if r in new.ranges) or "none"
+    return (
+        f"another segment layout: {base.path} has {shown[0]}, {new.path} has {shown[1]}; compared by the totals "
+        f"and the segments that line up ({aligned})"
+    )
+
+
+def _measurement_rows(base: Side, new: Side) -> list[tuple[str, Figure | None, Figure | None]]:
+    """Each measured figure of either side with its counterpart: by name, or, for a per-segment figure of two
+    segment layouts, by operator range, named `<figure>[ops a..b]` (`instructions.segment[ops 7..8]`)."""
+    rows: dict[Any, list[Any]] = {}
+    for position, side in enumerate((base, new)):
+        for figure in side.figures:
+            key: Any = figure.name
+            label = figure.name
+            where = side.range_of(figure.name) if base.ranges != new.ranges else None
+            if where is not None:
+                key = (figure.name.rpartition(".")[0], where)
+                label = f"{key[0]}[{_range_name(*where)}]"
+            rows.setdefault(key, [label, None, None])[1 + position] = figure
+    return [(label, before, after) for label, before, after in rows.values()]
 
 
 def _estimate_pairs(base: Side, new: Side) -> list[Pair]:
@@ -286,9 +351,17 @@ def compare(
     *,
     force: bool = False,
     max_regression: float | None = None,
+    gate_noisy: bool = False,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> Comparison:
     """Compare the two inputs (module docstring). Raises CompareError for inputs of two kinds, and, unless
-    `force`, for two that are not comparable, naming both paths and what differs."""
+    `force`, for two that are not comparable, naming both paths and what differs. `gate_noisy` (with
+    `max_regression`) also gates noisy figures, with the bootstrap test at `confidence`
+    (heliabuild.results.gate)."""
+    if gate_noisy and max_regression is None:
+        raise CompareError("--gate-noisy gates with --max-regression PERCENT; give both")
+    if not 0.5 <= confidence < 1:
+        raise CompareError(f"--confidence: found {confidence!r}, expected a fraction from 0.5 to below 1, e.g. 0.95")
     base, new = read_side(base_path), read_side(new_path)
     if base.kind != new.kind:
         raise CompareError(
@@ -303,12 +376,7 @@ def compare(
         for name in names
         if base.options.get(name) != new.options.get(name)
     )
-    base_figures = {figure.name: figure for figure in base.figures}
-    new_figures = {figure.name: figure for figure in new.figures}
-    measurements = tuple(
-        (name, base_figures.get(name), new_figures.get(name))
-        for name in {name: None for name in [*base_figures, *new_figures]}
-    )
+    measurements = tuple(_measurement_rows(base, new))
     comparison = Comparison(
         base=base,
         new=new,
@@ -318,13 +386,33 @@ def compare(
         measurements=measurements,
         memory=tuple(Pair(name, base.memory.get(name), new.memory.get(name)) for name in new.memory or base.memory),
         max_regression=max_regression,
+        layout=_layout(base, new),
+        gate_noisy=gate_noisy,
+        confidence=confidence,
     )
     if max_regression is None:
         return comparison
-    regressions = tuple(
-        pair for pair in [*comparison.estimates, *comparison.measured_pairs()] if pair.regresses(max_regression)
+    judged = [(pair, judge_estimate(pair.name, pair.base, pair.new, max_regression)) for pair in comparison.estimates]
+    for pair, (_, before, after) in zip(comparison.measured_pairs(), measurements, strict=True):
+        sides = ((base, before), (new, after))
+        scopes = tuple(None if figure is None else scope_of(figure.name, side.scopes) for side, figure in sides)
+        values = tuple(None if figure is None else side.values.get(figure.name) for side, figure in sides)
+        judgement = judge_measured(
+            pair.name,
+            before,
+            after,
+            (scopes[0], scopes[1]),
+            (values[0], values[1]),
+            max_regression,
+            gate_noisy=gate_noisy,
+            confidence=confidence,
+        )
+        judged.append((pair, judgement))
+    return replace(
+        comparison,
+        judgements=tuple(judgement for _, judgement in judged),
+        regressions=tuple(pair for pair, judgement in judged if judgement.regressed),
     )
-    return replace(comparison, regressions=regressions)
 
 
 def _number(value: float | None, kind: str = "counter") -> str:
@@ -422,13 +510,29 @@ def _tables(comparison: Comparison) -> list[tuple[str, list[str], list[list[str]
 
 
 def _verdict(comparison: Comparison) -> list[str]:
+    """What the gate judged (heliabuild.results.gate): the rule, the figures reported but not gated and why,
+    then the regressions, last."""
     if comparison.max_regression is None:
         return []
     limit = f"{comparison.max_regression:g}%"
-    if not comparison.regressions:
-        return [f"no figure regresses by more than {limit}"]
-    lines = [f"{len(comparison.regressions)} figure(s) regress by more than {limit}:"]
-    lines.extend(f"  {pair.name}: {_percent(pair.percent)}" for pair in comparison.regressions)
+    rule = "gate: Vela estimates and deterministic figures (QEMU instructions, FVP NPU cycles and beats)"
+    if comparison.gate_noisy:
+        rule += f"; noisy figures by a {100 * comparison.confidence:g}% bootstrap interval of the median ratio"
+    lines = [rule]
+    reported = [judgement for judgement in comparison.judgements if not judgement.gated]
+    if reported:
+        lines.append("not gated (reported only):")
+        lines.extend(f"  {judgement.text()}" for judgement in reported)
+    tested = [judgement for judgement in comparison.judgements if judgement.interval is not None]
+    if tested:
+        lines.append("noisy figures gated by the bootstrap test:")
+        lines.extend(f"  {judgement.text()}" for judgement in tested)
+    regressed = [judgement for judgement in comparison.judgements if judgement.regressed]
+    if not regressed:
+        lines.append(f"no figure regresses by more than {limit}")
+        return lines
+    lines.append(f"{len(regressed)} figure(s) regress by more than {limit}:")
+    lines.extend(f"  {judgement.text()}" for judgement in regressed)
     return lines
 
 
@@ -445,6 +549,8 @@ def format_comparison(comparison: Comparison, fmt: str = "text") -> str:
     ]
     for refusal in comparison.refusals:
         lines.append(f"{'> ' if markdown else ''}not comparable (forced): {refusal}")
+    if comparison.layout is not None:
+        lines.append(f"{'> ' if markdown else ''}{comparison.layout}")
     for title, header, rows in _tables(comparison):
         lines.append("")
         if markdown:
@@ -459,5 +565,5 @@ def format_comparison(comparison: Comparison, fmt: str = "text") -> str:
     verdict = _verdict(comparison)
     if verdict:
         lines.append("")
-        lines.extend(verdict)
+        lines.extend(f"- {line[2:]}" if markdown and line.startswith("  ") else line for line in verdict)
     return "\n".join(lines) + "\n"

@@ -137,3 +137,12 @@ def segment_figure(name: str) -> tuple[str, int] | None:
     if field and position.isdigit() and position.isascii():
         return field, int(position)
     return None
+
+
+def figure_values(result: Result, name: str) -> tuple[float, ...] | None:
+    """The value of figure `name` in each sample of `result`, where the module docstring's rule finds it;
+    None when a sample holds none (the compare gate's statistical test reads them)."""
+    values = [_value(sample.to_json(), name) for sample in result.samples]
+    if not values or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return None
+    return tuple(float(v) for v in values)

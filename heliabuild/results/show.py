@@ -18,11 +18,9 @@ from heliabuild.results.figures import SPREAD_LIMIT, Figure, measured_figures, s
 from heliabuild.results.layout import Sample
 from heliabuild.results.reader import Result, load_result
 from heliabuild.results.verdict import input_source, verdict
-from heliabuild.results.vocabulary import ESTIMATE, Quantity, quantity
+from heliabuild.results.vocabulary import ESTIMATE, Quantity, notes, quantity
 from heliabuild.tables import text_table
 from heliabuild.units import UNKNOWN, count_text, kib_text, time_text, time_unit
-
-FORMATS = ("text", "json")
 
 
 @dataclass(frozen=True)
@@ -150,13 +148,6 @@ def _count(by_index: Mapping[int, Figure]) -> int:
     return min(figure.count for figure in by_index.values())
 
 
-def _notes(result: Result) -> list[str]:
-    """A note for each measured figure that is not comparable with Vela's NPU estimate beside it."""
-    scopes = result.document.get("scopes")
-    notes = {quantity(figure.name, scopes).note for figure in measured_figures(result)}
-    return [f"note: {note}" for note in sorted(note for note in notes if note)]
-
-
 def show_result(result: Result) -> str:
     """The readable tables of `result`: its identity, acquisition, verification verdict and input source; Vela's
     options and memory allocation (Vela's figures, from the runner's segments.json; absent from a bundle of a
@@ -209,7 +200,7 @@ def show_result(result: Result) -> str:
             )
         header = ["figure", "measured", "median", "mean", "min", "max", "spread", "of median", "flag"]
         lines.extend(text_table(header, rows, right=range(2, 8)))
-    lines.extend(_notes(result))
+    lines.extend(notes(quantity(figure.name, scopes) for figure in figures))
     lines.append("")
     lines.append("samples")
     if not result.samples:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from heliabuild.results.figures import SPREAD_LIMIT, Figure, measured_figures
 from heliabuild.results.verdict import input_source, verdict
-from heliabuild.results.vocabulary import ESTIMATE_COLUMN, Quantity, quantity
+from heliabuild.results.vocabulary import ESTIMATE_COLUMN, Quantity, notes, quantity
 from heliabuild.tables import text_table
 from heliabuild.units import UNKNOWN, count_text, kib_text, time_text, time_unit
 
@@ -177,7 +177,7 @@ CSV_HEADER = (
 )
 
 
-def _spread_text(measured: MeasuredFigure) -> str:
+def spread_text(measured: MeasuredFigure) -> str:
     """`21.0 us (3.4%)`, `0 (0.0%)`, flagged ` !` above SPREAD_LIMIT of the median."""
     spread = measured.max - measured.min
     shown = time_text(spread, time_unit(measured.median)) if measured.quantity.is_time else count_text(spread)
@@ -187,7 +187,15 @@ def _spread_text(measured: MeasuredFigure) -> str:
     return f"{shown} ({fraction:.1%}){' !' if fraction > SPREAD_LIMIT else ''}"
 
 
-def _estimate_text(cycles: Sequence[int | None]) -> str:
+def measured_cells(measured: MeasuredFigure | None) -> list[str]:
+    """The `measured`, `median` and `spread` cells of a table row; `-` each without a measured figure."""
+    if measured is None:
+        return [UNKNOWN] * 3
+    return [measured.label(), measured.quantity.text(measured.median), spread_text(measured)]
+
+
+def estimate_text(cycles: Sequence[int | None]) -> str:
+    """Vela's NPU estimate per segment, `/`-joined, with thousands separators: `26,295/28,908/7,395`."""
     return "/".join(count_text(value) for value in cycles) or UNKNOWN
 
 
@@ -202,20 +210,17 @@ def summary_text(rows: Sequence[SummaryRow]) -> str:
                 row.pipeline,
                 facts.backend,
                 str(len(facts.estimated_cycles)),
-                _estimate_text(facts.estimated_cycles),
+                estimate_text(facts.estimated_cycles),
                 kib_text(facts.vela_sram_used_kib),
                 kib_text(facts.vela_off_chip_flash_used_kib),
-                UNKNOWN if measured is None else measured.label(),
-                UNKNOWN if measured is None else measured.quantity.text(measured.median),
-                UNKNOWN if measured is None else _spread_text(measured),
+                *measured_cells(measured),
                 facts.verification,
                 facts.inputs,
                 row.bundle,
             ]
         )
     lines = text_table(HEADER, cells, right=_RIGHT)
-    notes = {row.facts.measured.quantity.note for row in rows if row.facts.measured is not None}
-    lines += [f"note: {note}" for note in sorted(note for note in notes if note)]
+    lines += notes(None if row.facts.measured is None else row.facts.measured.quantity for row in rows)
     return "\n".join(lines) + "\n"
 
 

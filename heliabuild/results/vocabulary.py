@@ -10,17 +10,16 @@ and its scope.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from heliabuild.results.scopes import FIGURE_SCOPES, HOST_WALL_CLOCK, NPU_CALLBACKS, QEMU_ICOUNT
 from heliabuild.units import count_text, time_text
-
-ESTIMATE = "Vela NPU estimate"
-"""Vela's compile-time estimate of a segment's NPU cycles: never a measurement."""
+from heliabuild.vela.names import ESTIMATE
 
 ESTIMATE_COLUMN = f"{ESTIMATE} (cycles per segment)"
+"""The column of Vela's estimate per segment in the summary and sweep tables."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +81,19 @@ def quantity(figure: str, scopes: Mapping[str, Any] | None) -> Quantity:
     heliabuild.results.figures) under the result's `scopes`; a figure of no known backend is named by its
     field and scope (`energy, no scope`)."""
     field = figure.partition(".")[0]
-    scope = (scopes or {}).get(FIGURE_SCOPES.get(field, field))
+    return scoped_quantity(field, (scopes or {}).get(FIGURE_SCOPES.get(field, field)))
+
+
+def scoped_quantity(field: str, scope: str | None) -> Quantity:
+    """The Quantity of the sample field `field` (`instructions`, `latency_s`) measured by `scope`."""
     known = QUANTITIES.get((field, scope))
     if known is not None:
         return known
     unit = "s" if field.endswith("_s") else ""
     return Quantity(field, scope, f"{field}, {scope or 'no scope'}", field, unit)
+
+
+def notes(quantities: Iterable[Quantity | None]) -> list[str]:
+    """A `note: ...` line for each of `quantities` that is not comparable with Vela's NPU estimate, once each."""
+    found = {named.note for named in quantities if named is not None and named.note}
+    return [f"note: {note}" for note in sorted(found)]

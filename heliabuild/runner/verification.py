@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from heliabuild.errors import RunnerError, VerificationError
 from heliabuild.results.verdict import reference_text
+from heliabuild.runner.record import Verification
 
 REFERENCE = "litert"
 REFERENCE_KERNELS = "BUILTIN_REF"
@@ -214,29 +216,66 @@ def outputs_finite(reference: Sequence[ReferenceOutput], measured: Sequence[byte
     )
 
 
-def verification_failure(runner: Any, sample: int, check: OutputCheck, verification: Mapping[str, Any]) -> str:
-    """The message of a run refused by its policy's verification bound."""
-    against = reference_text(verification)
+def verification_failure(source: str, sample: int, check: OutputCheck, verification: Verification) -> str:
+    """The message of a run of the runner `source` refused by its policy's verification bound."""
+    against = reference_text(verification.to_json())
     if check.max_abs_diff is None:
         found = f"without bound (a NaN or an infinity against another value) in {check.unbounded} of its"
     else:
         found = f"by {check.max_abs_diff} in {check.differing} of its"
-    source = "default" if verification.get("max_abs_diff_source") == "default" else "policy's"
+    source_of_bound = "default" if verification.max_abs_diff_source == "default" else "policy's"
     return (
-        f"{runner.path}: sample {sample}: output {check.position} ({check.name}) differs from {against} {found} "
-        f"{check.elements} elements, more than the {source} verification.max_abs_diff {verification['max_abs_diff']}; "
-        "nothing is published"
+        f"{source}: sample {sample}: output {check.position} ({check.name}) differs from {against} {found} "
+        f"{check.elements} elements, more than the {source_of_bound} verification.max_abs_diff "
+        f"{verification.max_abs_diff}; nothing is published"
     )
 
 
 def check_sample(
-    runner: Any, sample: int, checks: Sequence[OutputCheck], verification: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """The sample's checks as JSON; VerificationError (verification_failure) when one breaks the bound."""
-    excess = first_excess(checks, verification["max_abs_diff"])
+    source: str, sample: int, checks: Sequence[OutputCheck], verification: Verification
+) -> tuple[OutputCheck, ...]:
+    """The sample's checks; VerificationError (verification_failure) when one breaks the bound."""
+    excess = first_excess(checks, verification.max_abs_diff)
     if excess is not None:
         raise VerificationError(
-            verification_failure(runner, sample, excess, verification),
+            verification_failure(source, sample, excess, verification),
             hint="set defaults.fvp.verification.max_abs_diff to a bound, or null to record the difference only",
         )
-    return [check.to_json() for check in checks]
+    return tuple(checks)
+
+
+def unfenced_model(model_path: Path) -> bytes:
+    """The bytes of the model with its fences stripped (the reference runs it: fences are identity copies)."""
+    from heliabuild.fence import strip_fences
+    from heliabuild.model.io import load_model, serialize
+
+    return bytes(serialize(strip_fences(load_model(model_path))))
+
+
+@dataclass(frozen=True)
+class VerifiedSample:
+    """One sample's outputs against the reference: the checks, and whether its floating outputs are finite."""
+
+    checks: tuple[OutputCheck, ...]
+    outputs_finite: bool
+
+
+def verify_samples(
+    source: str,
+    model_path: Path,
+    fills: Sequence[bytes | None],
+    warmups: int,
+    samples: Sequence[Sequence[bytes]],
+    verification: Verification,
+) -> list[VerifiedSample]:
+    """Each measured sample's outputs (raw bytes, graph-output order) against LiteRT with the verification's
+    resolver on the unfenced model of `model_path`, run through the same invokes (`warmups` warmups, then one
+    per sample) with the same input `fills` (None: zeros); VerificationError above the bound (check_sample).
+    Every backend that compares outputs verifies through this one loop."""
+    reference = reference_outputs(unfenced_model(model_path), fills, warmups + len(samples), verification.resolver)
+    verified = []
+    for index, outputs in enumerate(samples):
+        expected = reference[warmups + index]
+        checks = check_sample(source, index, compare_outputs(expected, outputs), verification)
+        verified.append(VerifiedSample(checks, outputs_finite(expected, outputs)))
+    return verified

@@ -1,4 +1,4 @@
-"""The HeliaAotPlan builder: the heliaAOT plan and report of a model for a platform.
+"""The HeliaAotPlan builder: the AOT plan and report of a model for a platform (docs/scons.md, "HeliaAotPlan").
 
     env.HeliaAotPlan('build/kws_plan.json', 'build/kws_fenced_vela.tflite', HELIA_AOT_PLATFORM='corstone300_ethos_u55')
     env.HeliaAotPlan('build/kws_plan.json', ['build/kws_fenced_vela.tflite', 'build/kws_fenced_per-layer.csv'],
@@ -6,33 +6,14 @@
 
 Contract:
 
-- Sources: the `.tflite` model (normally Vela's output) first, then
-  optionally Vela's per-layer `.csv` of it (the report's measurements).
-- Targets: `<prefix>_plan.json` (give it; the module prefix is its name
-  without `_plan.json`, or `HELIA_AOT_PREFIX`, which must then agree) and,
-  added by the emitter, `<prefix>_report.json` beside it, so `scons -c`
-  removes both. Written by `heliabuild.aot.stage.write_plan`: validated,
-  canonical JSON, both or neither.
-- Options (construction variables, defaults in DEFAULTS):
-  `HELIA_AOT_PLATFORM` (a name of heliabuild's platform table, default
-  `corstone300_ethos_u55`: a Vela output holds `ethos-u` operators, which only
-  a platform with an NPU runs), `HELIA_AOT_PREFIX` (None: from the target),
-  `HELIA_AOT_CONFIG` (None, a YAML/JSON configuration file, or a
-  configuration mapping; a relative `optimization.plan` in a mapping resolves
-  against the calling SConscript's folder, in a file against the file's) and
-  `HELIA_AOT_INPUT_PLAN` (None or a plan to read as input; it overrides the
-  configuration's `optimization.plan`).
-- Signature: the options, each file's path relative to the top folder and
-  the platform's entry in the table go into one Value node; the
-  configuration file and the input plan (given either way, or named by a
-  configuration file in the source tree) are dependencies; so are the
-  heliabuild / ai-edge-litert versions. Changing the platform reruns this
-  stage and nothing before it.
-- Prints `$HELIA_AOTPLANCOMSTR` (default `heliabuild: aot-plan $TARGET`) and
-  the conversion's warnings once per SCons run. A HeliaError (refused
-  operators, a bad configuration, an input plan bound to another model,
-  naming both hashes) stops the build with one `heliabuild: error: ...` line
-  and leaves neither target behind.
+- Sources: the `.tflite` model (normally Vela's output), then optionally Vela's per-layer CSV of it.
+- Targets: `<prefix>_plan.json` (given; its name is the module prefix, which HELIA_AOT_PREFIX must agree
+  with) and `<prefix>_report.json` beside it, written by heliabuild.aot.stage.write_plan, both or neither.
+- Options: HELIA_AOT_PLATFORM, HELIA_AOT_PREFIX, HELIA_AOT_CONFIG (a file or a mapping) and
+  HELIA_AOT_INPUT_PLAN (defaults in DEFAULTS) go into one Value node with the platform's table entry; the
+  configuration file and the input plan are dependencies.
+- Prints `$HELIA_AOTPLANCOMSTR` and the conversion's warnings once per SCons run; a HeliaError is one
+  `heliabuild: error:` line and leaves neither target.
 """
 
 from __future__ import annotations
@@ -64,7 +45,7 @@ COMSTR = "HELIA_AOTPLANCOMSTR"
 DEFAULT_PLATFORM = "corstone300_ethos_u55"
 MODEL_SUFFIX = ".tflite"
 CSV_SUFFIX = ".csv"
-PLAN_SUFFIX = "_plan.json"
+AOT_PLAN_SUFFIX = "_plan.json"
 REPORT_SUFFIX = "_report.json"
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -158,9 +139,9 @@ def aot_emitter(target: list[Node], source: list[Node], env: Environment) -> tup
             f"sources are {[node_path(s) for s in source]}; expected the {MODEL_SUFFIX} model, "
             f"optionally followed by Vela's per-layer {CSV_SUFFIX} of it",
         )
-    if not plan.name.endswith(PLAN_SUFFIX):
-        raise configuration_error(BUILDER_NAME, plan, f"the target is {plan.name}; expected <prefix>{PLAN_SUFFIX}")
-    prefix = plan.name[: -len(PLAN_SUFFIX)]
+    if not plan.name.endswith(AOT_PLAN_SUFFIX):
+        raise configuration_error(BUILDER_NAME, plan, f"the target is {plan.name}; expected <prefix>{AOT_PLAN_SUFFIX}")
+    prefix = plan.name[: -len(AOT_PLAN_SUFFIX)]
     given_prefix = env.get(PREFIX)
     if given_prefix is not None and given_prefix != prefix:
         raise configuration_error(
@@ -267,6 +248,6 @@ def aot_builder() -> Builder:
     return Builder(
         action=stage_action(aot_action, COMSTR, [PLATFORM, PREFIX]),
         emitter=aot_emitter,
-        suffix=PLAN_SUFFIX,
+        suffix=AOT_PLAN_SUFFIX,
         src_suffix=MODEL_SUFFIX,
     )

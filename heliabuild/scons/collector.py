@@ -5,8 +5,8 @@ SCons allocates while it reads the SConscripts and decides what to build. The cy
 of it, yet each of its full collections walks all of it again: at 1,000 pipelines, 1.2 s of a 7.2 s no-op
 build (bench/README.md). So:
 
-- from the moment the tool is loaded (pause) until SCons has decided, the collector is off: reference
-  counting still frees every object that is not part of a cycle, at once;
+- from the first heliabuild target (pause, by heliabuild.scons.process) until SCons has decided, the
+  collector is off: reference counting still frees every object that is not part of a cycle, at once;
 - when SCons starts deciding (freeze_the_graph, from the integrity decider's first call), everything alive
   then is frozen (gc.freeze): no later collection walks it;
 - while a heliabuild stage runs inside SCons (stage_running, around every StageAction), the collector is on,
@@ -14,8 +14,8 @@ build (bench/README.md). So:
   usual. When the last running stage ends, one collection frees what they left, what survives is frozen
   (modules imported, caches: they live on), and the collector is off again while SCons walks on.
 
-A build whose process had the collector off already (or whose SConstruct turns it on again after loading the
-tool) is left as it is: only a collector the tool turned off is turned on and off by it.
+A build whose process had the collector off already (or whose SConstruct turns it on again after its first
+heliabuild target) is left as it is: only a collector the tool turned off is turned on and off by it.
 """
 
 from __future__ import annotations

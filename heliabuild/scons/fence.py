@@ -1,27 +1,17 @@
-"""The HeliaFence builder: a fenced model and its sidecar from a model and fences or a plan.
+"""The HeliaFence builder: a fenced model and its sidecar from a model and fences or a fence plan.
 
     env.HeliaFence('build/x_fenced.tflite', 'x.tflite', HELIA_FENCES=[3, 6])
     env.HeliaFence('build/x_fenced.tflite', ['x.tflite', 'fence_plan.json'])
 
-Contract:
+Contract (docs/scons.md, "HeliaFence"):
 
-- Sources: the unfenced model first; optionally a fence-plan JSON second
-  (a source whose name ends in `.json`). The fences come from exactly one
-  of the plan or the construction variable `HELIA_FENCES` (a list of
-  original operator indices; default `[]`, meaning none). Both, or neither,
-  is a configuration error raised while the SConscripts are read.
-- A plan is applied with `heliabuild.fence.fence_model`, which first checks
-  the plan is bound to the model (`FenceBindingError` otherwise); positions
-  from `HELIA_FENCES` go to `rewrite_model_with_fences` (the unbound path).
-- Targets: the fenced model (default `<source stem>_fenced.tflite` beside
-  the model) and, added by the emitter, its sidecar
-  `<stem>.fenced_boundaries.json`, so `scons -c` removes both.
-- Rebuilds when the model or plan content, `HELIA_FENCES` (in the action's
-  varlist), the action's code, or the heliabuild / ai-edge-litert version
-  (Value dependencies) change.
-- Prints `$HELIA_FENCECOMSTR` (default `heliabuild: fence $TARGET`). A
-  HeliaError stops the build with one `heliabuild: error: ...` line and
-  leaves neither target behind.
+- Sources: the unfenced model, then optionally a fence plan (`.json`). The fences come from exactly one of
+  the plan (applied with heliabuild.fence.fence_model, which checks the plan is bound to the model) or
+  HELIA_FENCES (positions, heliabuild.fence.rewrite_model_with_fences); both or neither is a configuration
+  error while the SConscripts are read.
+- Targets: the fenced model (default `<stem>_fenced.tflite` beside the model) and its sidecar
+  `<fenced stem>.fenced_boundaries.json`, both or neither; HELIA_FENCES is in the varlist.
+- Prints `$HELIA_FENCECOMSTR`; a HeliaError is one `heliabuild: error:` line and leaves neither target.
 """
 
 from __future__ import annotations
@@ -43,7 +33,7 @@ from heliabuild.scons.signatures import add_stage_dependencies
 BUILDER_NAME = "HeliaFence"
 FENCES = "HELIA_FENCES"
 COMSTR = "HELIA_FENCECOMSTR"
-PLAN_SUFFIX = ".json"
+FENCE_PLAN_SUFFIX = ".json"
 MODEL_SUFFIX = ".tflite"
 TARGET_SUFFIX = "_fenced.tflite"
 
@@ -76,15 +66,15 @@ def _model_and_plan(target: Node, source: Sequence[Node]) -> tuple[Node, Node | 
     names = [node_path(node) for node in source]
     if not names:
         raise configuration_error(BUILDER_NAME, target, "no source: give the unfenced model as the first source")
-    if names[0].endswith(PLAN_SUFFIX):
+    if names[0].endswith(FENCE_PLAN_SUFFIX):
         raise configuration_error(
             BUILDER_NAME, target, f"the first source is {names[0]}; the model must come first, then the plan"
         )
-    if len(names) > 2 or (len(names) == 2 and not names[1].endswith(PLAN_SUFFIX)):
+    if len(names) > 2 or (len(names) == 2 and not names[1].endswith(FENCE_PLAN_SUFFIX)):
         raise configuration_error(
             BUILDER_NAME,
             target,
-            f"sources are {names}; expected the model, optionally followed by one fence-plan {PLAN_SUFFIX} file",
+            f"sources are {names}; expected the model, optionally followed by one fence-plan {FENCE_PLAN_SUFFIX} file",
         )
     return source[0], source[1] if len(source) == 2 else None
 
@@ -111,7 +101,7 @@ def fence_emitter(target: list[Node], source: list[Node], env: Environment) -> t
         raise configuration_error(
             BUILDER_NAME,
             fenced,
-            f"no fences: set {FENCES} (e.g. {FENCES}=[3, 6]) or give a fence-plan {PLAN_SUFFIX} as second source",
+            f"no fences: set {FENCES} (e.g. {FENCES}=[3, 6]) or give a fence-plan {FENCE_PLAN_SUFFIX} as second source",
         )
     sidecar = fenced.dir.File(sidecar_path_for(fenced.name).name)
     targets = [fenced, sidecar]

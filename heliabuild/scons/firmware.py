@@ -4,23 +4,16 @@ generated module, its policy source and its ELF (docs/scons.md, "Firmware").
     library = firmware_library(env)                                    # shared, built once
     module = env.HeliaFirmwareModule('build/kws/firmware/kws_model.c', ['kws_fenced.tflite', 'kws_plan.json'])
     elf = link_firmware(env, 'build/kws/runner/firmware.elf', [module[0], config_source], library)
-    # every source's folder is on the include path, so helia_firmware.c finds the module's header
 
 Contract:
 
-- `kernel_library(env)` compiles heliabuild's kernels with arm-none-eabi-gcc into
-  `$HELIA_FIRMWARE_DIR/kernels/libheliakernels.a` (default `#build/heliabuild-firmware`), one SCons target;
-  env.HeliaModule links it (heliabuild.scons.module).
-- `firmware_library(env, target)` compiles the harness and the target's startup and archives them with the
-  kernel library's objects into `$HELIA_FIRMWARE_DIR/<target>/libheliafirmware.a`, one SCons target for the
-  whole library (its members are those the library outside SCons has: heliabuild.firmware.build). Every
-  pipeline of the build shares the one node, so the library is built once for any number of pipelines; it
-  and the ELFs are ordinary SCons targets, so a CacheDir stores and serves them. The toolchain's version is a
-  dependency (a Value node): another compiler rebuilds everything.
-- HeliaFirmwareModule: sources the model and its AOT plan; targets `<dir>/<prefix>_model.c` (give it),
-  `_model.h` and `_layout.json` (added); `heliabuild.codegen.generate_module` writes them.
+- `kernel_library(env)` and `firmware_library(env, target)`: one SCons target each under
+  `$HELIA_FIRMWARE_DIR`, shared by every pipeline and HeliaModule of the build (one node per path); the
+  toolchain's version is a dependency of everything compiled.
+- HeliaFirmwareModule: the model and its AOT plan in; `<prefix>_model.c` (given), `.h` and `_layout.json`
+  out, written by heliabuild.codegen.module.generate_module.
 - `link_firmware(env, elf, sources, library)`: the objects of `sources` and the ELF, linked with the
-  target's linker script.
+  target's linker script (its content a dependency, its path out of the signature).
 
 The cross environment is a new one with the caller's CacheDir and progress lines, and nothing else of the
 host build: no flag, define or library of the user's environment leaks into the firmware.
@@ -32,7 +25,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from SCons.Action import Action
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
@@ -40,7 +32,7 @@ from SCons.Node import Node
 from heliabuild.errors import FirmwareError, HeliaError
 from heliabuild.scons.leftovers import keep_folder_of, remove_leftovers
 from heliabuild.scons.messages import configuration_error, stage_comstr, stage_failed
-from heliabuild.scons.progress import stage_action
+from heliabuild.scons.progress import stage_action, stage_command_action
 from heliabuild.scons.signatures import add_stage_dependencies
 
 MODULE_BUILDER_NAME = "HeliaFirmwareModule"
@@ -101,6 +93,7 @@ def cross_environment(env: Environment) -> Environment:
     """An environment for arm-none-eabi-gcc with heliabuild's flags (module docstring), with the caller's
     CacheDir and progress lines; one per CacheDir in a run."""
     from SCons.Environment import Environment as new_environment
+    from SCons.Tool import createObjBuilders
 
     from heliabuild.firmware.build import include_dirs
     from heliabuild.firmware.toolchain import ARM_GCC, C_FLAGS, CPU_FLAGS, LINK_FLAGS
@@ -131,6 +124,8 @@ def cross_environment(env: Environment) -> Environment:
         HELIA_FIRMWARECCCOMSTR=env.get(COMPILE_COMSTR),
     )
     arm.CacheDir(cache, cache_class)
+    static_object, _ = createObjBuilders(arm)
+    static_object.add_action(".c", stage_command_action("$CCCOM", "CCCOMSTR"))  # the counter (progress.py)
     _CROSS[key] = arm
     return arm
 
@@ -158,7 +153,7 @@ def kernel_library(env: Environment) -> Node:
         return known
     arm = cross_environment(env)
     sources = [env.File(str(source)) for source in sorted(KERNEL_SOURCE_DIR.glob("*.c"))]
-    node = arm.Command(library, sources, Action(_library_action, cmdstr=f"${COMPILE_COMSTR}"))[0]
+    node = arm.Command(library, sources, stage_action(_library_action, COMPILE_COMSTR))[0]
     arm.Depends(node, [toolchain_dependency(env), *_header_nodes(env)])
     _LIBRARIES[library.get_abspath()] = node
     keep_folder_of([node])
@@ -180,7 +175,7 @@ def firmware_library(env: Environment, target: str | None = None) -> Node:
     sources = [kernel_library(env), *(env.File(str(source)) for source in harness)]
     # One target for the whole library: a no-op build checks one node instead of one per object, and a CacheDir
     # stores and serves it whole.
-    node = arm.Command(library, sources, Action(_library_action, cmdstr=f"${COMPILE_COMSTR}"))[0]
+    node = arm.Command(library, sources, stage_action(_library_action, COMPILE_COMSTR))[0]
     arm.Depends(node, [toolchain_dependency(env), *_header_nodes(env)])
     _LIBRARIES[library.get_abspath()] = node
     keep_folder_of([node])
@@ -253,7 +248,7 @@ def link_firmware(
     # The link is a job of the executor (heliabuild.scons.executor). The script's path is machine-specific and
     # out of the action's signature; its content and the link flags are dependencies instead, so a CacheDir
     # serves the ELF to another checkout.
-    link = Action(_link_action, cmdstr=f"${LINK_COMSTR}")
+    link = stage_action(_link_action, LINK_COMSTR)
     program = arm.Command(node, [*objects, library], link, HELIA_FIRMWARE_LINKER_SCRIPT=str(script))[0]
     arm.Depends(program, [env.File(str(script)), env.Value(f"firmware link flags {' '.join(arm['LINKFLAGS'])}")])
     keep_folder_of([*objects, program])
@@ -294,7 +289,7 @@ def module_emitter(target: list[Node], source: list[Node], env: Environment) -> 
 
 
 def module_action(target: list[Node], source: list[Node], env: Environment) -> int:
-    """Generate the module with heliabuild.codegen.generate_module."""
+    """Generate the module with heliabuild.codegen.module.generate_module."""
     from heliabuild.codegen.module import generate_module
 
     try:

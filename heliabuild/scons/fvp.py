@@ -31,8 +31,8 @@ ETHOSU_DRIVER_DIR = "HELIA_ETHOSU_DRIVER_DIR"
 AOT_TARGET = "corstone300"
 AOT_FILES = ("fvp/firmware.elf", "fvp/firmware_layout.json")
 COMPILED_FILE = "fvp/model_vela.tflite"
-"""heliabuild.runner.fvp.COMPILED_FILE, restated so that reading the SConscripts does not import it (a test checks
-they agree)."""
+"""heliabuild.runner.backends.fvp_prebuilt.COMPILED_FILE, restated so that reading the SConscripts does not
+import it (a test checks they agree)."""
 FVP_PACKAGE = "mlia-ethos-u"
 EARLIER_SEGMENTS = "segment_*.tflite"
 """The per-segment sub-models an earlier heliabuild wrote into `fvp/`; `scons -c` removes them too."""

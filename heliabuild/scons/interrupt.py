@@ -8,9 +8,10 @@ the running stages itself, on top of SCons's handler:
 - a stage on SCons's main thread (`-j1`) gets StageInterrupted raised by a handler chained after SCons's own
   (installed when the stage starts: only the main thread may install one);
 - a stage on a worker thread (`-j2` and more) gets StageInterrupted raised in its thread asynchronously, by a
-  watcher thread that learns of the signal through Python's signal wakeup file descriptor (set when the tool
-  is loaded); SCons's main thread, which only waits for its workers then, runs SCons's handler meanwhile;
-- either way every simulator session still running is killed (heliabuild.sessions), so a thread waiting on
+  watcher thread that learns of the signal through Python's signal wakeup file descriptor (set by
+  heliabuild.scons.process.configure_build); SCons's main thread, which only waits for its workers then,
+  runs SCons's handler meanwhile;
+- either way every simulator and Vela session still running is killed (heliabuild.sessions), so a thread waiting on
   QEMU or an FVP returns at once.
 
 StageInterrupted is a KeyboardInterrupt, so the library cleans up as it does for the `heliabuild` command's

@@ -1,73 +1,23 @@
 """The HeliaPipeline pseudo-builder: the stages of one model's pipeline, chained, with aliases.
 
-    env.HeliaPipeline('kws', model, fences=[3, 6])              # fence at positions, then Vela
-    env.HeliaPipeline('resnet', model, fences='fence_plan.json') # fence as a plan says, then Vela
-    env.HeliaPipeline('kws_budget', model, budget_cycles=30000)  # Vela, plan, fence, Vela
-    env.HeliaPipeline('plain', model)                            # Vela on the model itself
-    env.HeliaPipeline('kws', model, fences=[3, 6], platform='corstone300_ethos_u55', aot_config='aot.yaml')
+    env.HeliaPipeline('kws', model, fences=[3, 6])              # fence at positions, then Vela, ...
+    env.HeliaPipeline('kws_budget', model, budget_cycles=30000)  # Vela, plan-fences, fence, Vela, ...
 
-Contract:
+Contract (docs/scons.md, "HeliaPipeline", is the full one):
 
-- The stages are STAGES, in order; a pipeline has those whose `applies`
-  holds for its request, each fed by the ones before it:
-  - `vela-unfenced` (with `budget_cycles`): HeliaVela on the model, into
-    `<build_dir>/unfenced/` or `unfenced_dir`;
-  - `plan-fences` (with `budget_cycles`): HeliaFencePlan of the model and
-    that per-layer CSV, `<build_dir>/<stem>_fence_plan.json`;
-  - `fence` (with `fences` or `budget_cycles`): HeliaFence, `<build_dir>/<stem>_fenced.tflite`
-    and its sidecar, with `fences` as HELIA_FENCES (a list of ints) or as
-    the plan (a `.json` path or node), or with the plan of `plan-fences`;
-  - `vela`: HeliaVela on the fenced model (or, without a fence stage, on
-    the model itself), into `<build_dir>/`; the fenced model's sidecar is
-    an explicit dependency besides the scanner's;
-  - `aot-plan` (always): HeliaAotPlan of Vela's compiled model and its
-    per-layer CSV, `<build_dir>/<prefix>_plan.json` and `_report.json`;
-  - `runner` (always): HeliaRunner of the fenced model (or the model when
-    unfenced), its sidecar, Vela's compiled model and segments.json and the
-    AOT plan, `<build_dir>/runner/<name>/runner.json` (and the files it names),
-    with `policy` as HELIA_POLICY and `backend` as HELIA_BACKEND;
-  - `run` (always): HeliaRun of that runner, the bundle
-    `<build_dir>/results/<name>/` (`result.json` first).
-  A new stage is one more row of STAGES.
-- Sharing (heliabuild.scons.sharing): `stage_dirs` maps stages of
-  sharing.SHAREABLE (all but runner and run) to the folders their outputs go
-  to instead of `build_dir` (`vela-unfenced`: instead of `unfenced_dir`).
-  Pipelines whose stage gets the same target there share one builder call
-  when its inputs (sources, and every variable the stage reads) are the
-  same; other inputs are a UserError naming them. `stem` (default: the name)
-  names the fence plan and the fenced model, and so Vela's outputs, and is
-  the default prefix: pipelines that share stages need one stem.
-- Options: `accelerator`, `system_config`, `memory_mode` and `min_coverage`
-  set HELIA_VELA_ACCELERATOR, HELIA_VELA_SYSTEM_CONFIG,
-  HELIA_VELA_MEMORY_MODE and HELIA_MIN_COVERAGE for this pipeline; None
-  keeps the environment's value (by default 'ethos-u55-128', Vela's
-  defaults and 1.0). `platform` and `aot_config` set HELIA_AOT_PLATFORM
-  (default 'corstone300_ethos_u55': Vela's output holds `ethos-u`
-  operators, which need a platform with an NPU; when neither the call nor
-  the environment names a platform and that one's NPU does not run the
-  pipeline's accelerator, the first platform of the table whose NPU does,
-  e.g. 'corstone300_ethos_u65' for 'ethos-u65-256') and HELIA_AOT_CONFIG (a
-  YAML/JSON file or a configuration mapping) the same way; `prefix` is the
-  module prefix (default: the stem with every character that
-  cannot be in a C identifier replaced by `_`), which names the plan and
-  report. `policy` (a policy file or mapping) and `backend` set
-  HELIA_POLICY (default: none, the default policy) and HELIA_BACKEND
-  (default 'litert'); `fvp_firmware` sets HELIA_FVP_FIRMWARE ('prebuilt' or
-  'aot', for backend 'fvp'). `vela_config` (a Vela .ini path or node, or a list;
-  `Arm/vela.ini` names Vela's packaged file) sets HELIA_VELA_CONFIG.
-  `unfenced_dir` is the folder of the `vela-unfenced` stage (see there). Any
-  other keyword is a construction variable passed to every stage's builder
-  (upper case, e.g. `HELIA_VELA_OPTIMISE='Size'`); a keyword that is not upper
-  case and not one of these (`config=`) is refused with a did-you-mean.
-- Aliases: `<name>` (every stage), `<name>-<stage>` (e.g. `kws-fence`,
-  `kws-vela`) and, for a pipeline with a fence stage, `fenced_model`
-  (every pipeline's fenced model and sidecar).
-- Returns a Pipeline: the nodes of each stage by name.
-- Summary: the pipeline gets a row of the table printed after a build that
-  built or found up to date its run stage (heliabuild.scons.summary).
-- A call that cannot work (a bad name, fences given both ways, an empty
-  fence list, a pipeline name used twice) is a UserError naming the
-  SConscript line, as for the builders.
+- The stages are STAGES, in order; a pipeline has those whose `applies` holds for its request, each fed by
+  the ones before it, each one builder call of heliabuild.scons (a new stage is one more row).
+- `fences` (a list of operator indices, or a fence plan's path or node) and `budget_cycles` choose the
+  fence stages; each keyword of KEYWORD_VARIABLES sets its construction variable for this pipeline's
+  builders (None keeps the environment's); any other keyword must be an upper-case construction variable,
+  and a HELIA_ variable no stage reads, or a lower-case keyword that is none of these, is refused with a
+  did-you-mean (check_keywords). The accelerator, backend, platform and policy
+  keys are checked while the SConscripts are read (heliabuild.scons.checks).
+- `stage_dirs` (and `unfenced_dir`) put shareable stages in other folders; pipelines whose stage lands on
+  one target share one builder call when its inputs are the same (heliabuild.scons.sharing).
+- Adds the aliases `<name>`, `<name>-<stage>` and `fenced_model`, registers the run stage's row of the
+  summary table (heliabuild.scons.summary), and returns a Pipeline: each stage's nodes by name.
+- A call that cannot work is a UserError naming the SConscript line.
 """
 
 from __future__ import annotations
@@ -84,7 +34,7 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.aot.prefix import prefix_of
-from heliabuild.scons import aot, fence, firmware, fvp, plan, runner, sharing, summary, vela
+from heliabuild.scons import aot, fence, fence_plan, firmware, fvp, runner, sharing, summary, vela
 from heliabuild.scons.checks import check_pipeline, close_matches
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sharing import VARIABLE_PREFIX
@@ -96,7 +46,6 @@ not the top folder itself)."""
 FENCED_MODEL_ALIAS = "fenced_model"
 UNFENCED_FOLDER = "unfenced"
 FENCED_SUFFIX = "_fenced.tflite"
-PLAN_SUFFIX = "_fence_plan.json"
 RUNNER_FOLDER = "runner"
 RESULTS_FOLDER = "results"
 FIRMWARE_FOLDER = "firmware"
@@ -235,10 +184,16 @@ def _vela_unfenced(env: Environment, request: PipelineRequest, built: Built) -> 
 
 
 def _plan_fences(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    target = _stage_dir(request, "plan-fences").File(f"{request.stem}{PLAN_SUFFIX}")
+    target = _stage_dir(request, "plan-fences").File(f"{request.stem}{fence_plan.TARGET_SUFFIX}")
     sources = [request.model, built["vela-unfenced"][1]]
     return _once(
-        env, request, "plan-fences", "HeliaFencePlan", target, sources, **{plan.BUDGET_CYCLES: request.budget_cycles}
+        env,
+        request,
+        "plan-fences",
+        "HeliaFencePlan",
+        target,
+        sources,
+        **{fence_plan.BUDGET_CYCLES: request.budget_cycles},
     )
 
 
@@ -265,7 +220,7 @@ def _model_to_run(request: PipelineRequest, built: Built) -> Node:
 
 
 def _aot_plan(env: Environment, request: PipelineRequest, built: Built) -> list[Node]:
-    target = _stage_dir(request, "aot-plan").File(f"{request.prefix}{aot.PLAN_SUFFIX}")
+    target = _stage_dir(request, "aot-plan").File(f"{request.prefix}{aot.AOT_PLAN_SUFFIX}")
     # on qemu-m55 the firmware runs every operator on the CPU: the plan of the model itself
     sources = [_model_to_run(request, built)] if _on_qemu(request) else [built["vela"][0], built["vela"][1]]
     return _once(env, request, "aot-plan", "HeliaAotPlan", target, sources)
@@ -310,7 +265,7 @@ KEYWORD_VARIABLES: Mapping[str, str] = MappingProxyType(
         "system_config": vela.SYSTEM_CONFIG,
         "memory_mode": vela.MEMORY_MODE,
         "vela_config": vela.CONFIG,
-        "min_coverage": plan.MIN_COVERAGE,
+        "min_coverage": fence_plan.MIN_COVERAGE,
         "platform": aot.PLATFORM,
         "prefix": aot.PREFIX,
         "aot_config": aot.CONFIG,
@@ -321,7 +276,7 @@ KEYWORD_VARIABLES: Mapping[str, str] = MappingProxyType(
 )
 """The HeliaPipeline keywords that set one construction variable each, and the variable."""
 
-_RESERVED = (fence.FENCES, plan.BUDGET_CYCLES)
+_RESERVED = (fence.FENCES, fence_plan.BUDGET_CYCLES)
 """Variables a pipeline sets from its own arguments; passing them as keywords is refused."""
 
 
@@ -347,7 +302,7 @@ def _fences(env: Environment, name: str, fences: object) -> Fences:
         return tuple(fences)
     if isinstance(fences, str | Node):
         plan_node = env.File(fences)
-        if not plan_node.name.endswith(fence.PLAN_SUFFIX):
+        if not plan_node.name.endswith(fence.FENCE_PLAN_SUFFIX):
             listed = _FENCE_LIST.fullmatch(fences) if isinstance(fences, str) else None
             give = f"; give a list: fences=[{', '.join(listed[0].replace(',', ' ').split())}]" if listed else ""
             raise configuration_error(
@@ -445,7 +400,7 @@ def check_keywords(
 @cache
 def _helia_variables() -> tuple[str, ...]:
     """Every construction variable a heliabuild stage reads: the HELIA_ names its builder modules define."""
-    modules = (aot, fence, firmware, fvp, plan, runner, vela)
+    modules = (aot, fence, fence_plan, firmware, fvp, runner, vela)
     return tuple(
         sorted(
             {

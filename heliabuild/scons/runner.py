@@ -5,39 +5,18 @@
                      'kws_fenced_segments.json', 'kws_plan.json'], HELIA_POLICY='policy.yaml')
     env.HeliaRun('results/kws/result.json', 'runner/kws/runner.json')
 
-Contract (docs/runner.md, "Wiring"):
+Contract (docs/scons.md, "HeliaRunner" and "HeliaRun"; docs/runner.md):
 
-- HeliaRunner sources: the `.tflite` model to run (fenced or not) first; then, in any order, its sidecar
-  (`*.fenced_boundaries.json`), Vela's compiled model (`*_vela.tflite`), Vela's `*_segments.json` and the
-  AOT plan (`*_plan.json`), each at most once. Every source is a dependency by content: an AOT plan whose
-  bytes did not change does not rerun the runner.
-- `HELIA_POLICY`: None (the default policy), a YAML/JSON policy file (a dependency; the fixed input files
-  it names are dependencies too when the file is in the source tree) or a policy mapping (its JSON text
-  is a Value dependency; relative `tensor_io` files resolve against the calling SConscript's folder).
-  `HELIA_BACKEND`: 'litert' (default), 'qemu-m55' or 'fvp'. For 'fvp' (docs/scons.md, "The fvp
-  backend"): the FVP target is the one that models `HELIA_AOT_PLATFORM` (corstone300_ethos_u55 ->
-  Corstone-300; a platform no FVP models is refused), `HELIA_FVP_FIRMWARE` chooses the firmware ('prebuilt',
-  the default: Arm's runner from mlia-ethos-u, one job per segment; 'aot': heliabuild's AOT firmware of Vela's
-  model and the AOT plan with the Ethos-U driver in `HELIA_ETHOSU_DRIVER_DIR`, the construction variable or
-  else the environment variable, whose files are dependencies), `HELIA_FVP_TIMELIMIT` the FVP's
-  `--timelimit` (None: 600 s). The prebuilt runner's extra target is `fvp/model_vela.tflite`, whatever the
-  segment count (the run stage cuts the per-segment sub-models from it).
-- HeliaRunner targets: `<dir>/runner.json` (give it) and the files build_runner copies beside it
-  (`model.tflite`, `model.fenced_boundaries.json`, `segments.json`, `inputs/input_<i>.bin`), declared
-  so that `scons -c` removes them.
-- HeliaRun source: one runner.json. Targets: `<dir>/result.json` (give it), `manifest.json` and, for a
-  policy that executes (`enabled` not false), `run_summary.csv` and `artifacts/acquisition.json`. The
-  per-sample output files are named after the model's outputs, known only when the run ends, so the
-  whole bundle folder is given to env.Clean: `scons -c` removes it, and `<dir>.previous/` beside it (the
-  earlier bundle the library keeps when a rerun replaces one). A measurement is not reproducible, so the
-  bundle is never put into (or taken from) a CacheDir. The bundle's files are Precious (SCons does
-  not delete them before the run: the library replaces an earlier bundle whole, when it verifies), and
-  result.json's integrity check verifies the whole bundle, so a tampered file reruns the stage, which
-  moves the damaged bundle aside whole (`<name>.damaged-<n>`, with one warning) and runs again.
-- Both depend on the heliabuild and ai-edge-litert versions and the integrity node (Value nodes). They
-  print `$HELIA_RUNNERCOMSTR` / `$HELIA_RUNCOMSTR` (default `heliabuild: runner <target>`, `heliabuild:
-  run <target>`). A HeliaError prints one `heliabuild: error:` line and leaves no output of the stage (a
-  failed run removes an earlier bundle that verifies, and nothing else).
+- HeliaRunner: sources the model to run first, then any of SOURCE_KINDS once each, all dependencies by
+  content; targets `<dir>/runner.json` (given) and the files heliabuild.runner.freeze.build_runner copies
+  beside it. HELIA_POLICY (None, a policy file, a dependency with the input files it names, or a mapping)
+  and HELIA_BACKEND (with the fvp options of heliabuild.scons.fvp; qemu-m55 adds the firmware link) are
+  dependencies.
+- HeliaRun: source one runner.json; targets the bundle's `result.json` (given) and the files it always
+  holds; the bundle folder is env.Clean'ed, never cached, and Precious; result.json's integrity check
+  verifies the whole bundle, and a damaged bundle is moved aside whole before the run.
+- Both print `$HELIA_RUNNERCOMSTR` / `$HELIA_RUNCOMSTR`; a HeliaError is one `heliabuild: error:` line and
+  leaves no output of the stage (a failed run removes an earlier bundle that verifies, and nothing else).
 """
 
 from __future__ import annotations
@@ -53,7 +32,6 @@ from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.documents import read_json
 from heliabuild.errors import HeliaError
 from heliabuild.runner.policy import scan_policy_file, scanned_executes, scanned_inputs
 from heliabuild.scons.aot import PLATFORM
@@ -293,7 +271,7 @@ def runner_action(target: list[Node], source: list[Node], env: Environment) -> i
     try:
         built = None
         if "firmware" in request:
-            from heliabuild.runner.qemu import firmware_from_files
+            from heliabuild.runner.firmware import firmware_from_files
 
             built = firmware_from_files(sources["model"], request["firmware"]["elf"], request["firmware"]["layout"])
         written = build_runner(
@@ -324,11 +302,12 @@ def _runner_executes(runner_json: Node) -> bool:
     known = getattr(runner_json.attributes, _EXECUTES, None)
     if known is not None:
         return bool(known)
+    from heliabuild.runner.record import read_runner_record
+
     path = _real_path(runner_json)
-    with contextlib.suppress(HeliaError):  # unreadable or not JSON: running it reports why
-        document = read_json(path, "runner")
-        policy = document.get("policy") if isinstance(document, dict) else None
-        return not isinstance(policy, dict) or policy.get("fvp_enabled", True) is not False
+    with contextlib.suppress(HeliaError):  # unreadable or no valid runner.json: running it reports why
+        record, _ = read_runner_record(path)
+        return record.policy.fvp_enabled
     return True
 
 

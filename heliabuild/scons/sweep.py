@@ -1,34 +1,18 @@
-"""The HeliaSweep pseudo-builder: a grid of pipelines and their comparison table (heliabuild.scons.sweep_table).
+"""The HeliaSweep pseudo-builder: one HeliaPipeline per point of a grid, and their comparison table.
 
     env.HeliaSweep('kws_sweep', model, grid={'accelerator': ['ethos-u55-128', 'ethos-u85-256'],
                                              'budget_cycles': [20000, 40000]}, policy='policy.yaml')
 
-Contract (docs/sweeps.md):
+Contract (docs/sweeps.md is the full one):
 
-- The grid maps HeliaPipeline keywords (accelerator, system_config, memory_mode, budget_cycles, fences,
-  platform, policy, backend, vela_config, ...) or construction variables (upper case), or tuples of them
-  (linked axes, whose values are tuples), to lists of values;
-  its points (heliabuild.sweeps.grid.expand: the product, the first axis slowest) are one HeliaPipeline each,
-  `<name>.<k>` (k from 1, zero-padded), built in `<build_dir>/<point folder>/` (the point's folder name,
-  heliabuild.sweeps.grid), with the common keywords and the point's values. `build_dir` defaults to the sweep's
-  name.
-- Stages whose inputs are identical are built once (docs/sweeps.md, "Sharing"): every point's pipeline has
-  the file stem `<name>` and gets `stage_dirs`: the unfenced compile in `<build_dir>/unfenced/<folder of
-  the axes it reads>/`, plan-fences, fence and Vela in `<build_dir>/<folder of the axes they and the
-  stages before them read>/`, aot-plan and the firmware module likewise (heliabuild.scons.sharing.reads
-  says which axes a stage reads; `unfenced/` and `shared/` when none), the runner and the run in the
-  point's folder. Points that agree on a folder's axes share its builder calls.
-- Its HeliaSweepTable call (heliabuild.scons.sweep_table) writes `<build_dir>/<name>_sweep.json`, `_sweep.csv`
-  and `_sweep.html` from every point's segments.json and result bundle (heliabuild.sweeps.table and
-  .report); its sources are those files and a Value of the points, so it reruns only when one of them
-  changes. The build prints the table after it ends, instead of the points' rows of the pipelines' summary
-  (heliabuild.scons.summary).
-- Aliases: `<name>` (every pipeline of the sweep and the table), and each pipeline's own.
-- Returns a Sweep: its points, each with its pipeline, and the table's nodes.
-- A grid that cannot work is one UserError naming the SConscript line: an axis that is not a keyword
-  (with a did-you-mean) or is given as a common keyword too, an axis that is no list of values, a value
-  listed twice, an accelerator Vela does not know or a backend heliabuild does not have (with a
-  did-you-mean), or a value the pipeline refuses (naming the point).
+- The grid maps HeliaPipeline keywords or construction variables (or tuples of them, linked axes) to lists
+  of values; its points (heliabuild.sweeps.grid.expand) are the pipelines `<name>.<k>`, each in
+  `<build_dir>/<point folder>/`, with the common keywords and the point's values.
+- Stages whose inputs are identical are built once: each group of stages (CHAIN_STAGES) goes in a folder
+  named by the axes it reads (heliabuild.scons.sharing.reads), shared by the points that agree on them.
+- One HeliaSweepTable call (heliabuild.scons.sweep_table) writes the table from every point's segments.json
+  and bundle; the build prints it instead of the points' summary rows (heliabuild.scons.summary).
+- Returns a Sweep. A grid that cannot work is one UserError naming the SConscript line.
 """
 
 from __future__ import annotations
@@ -46,7 +30,7 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 from SCons.Node import Node
 
-from heliabuild.scons import fence, pipeline, plan, sharing, summary
+from heliabuild.scons import fence, fence_plan, pipeline, sharing, summary
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sweep_table import TABLE_SUFFIXES
 from heliabuild.sweeps.grid import GridError, Point, canonical, expand, groups
@@ -67,7 +51,7 @@ SHARED_FOLDER = "shared"
 """The folder of a chain's stages when no axis changes them: every point shares them."""
 
 AXIS_VARIABLES: Mapping[str, str] = MappingProxyType(
-    {**pipeline.KEYWORD_VARIABLES, "budget_cycles": plan.BUDGET_CYCLES, "fences": fence.FENCES}
+    {**pipeline.KEYWORD_VARIABLES, "budget_cycles": fence_plan.BUDGET_CYCLES, "fences": fence.FENCES}
 )
 """The construction variable each keyword axis sets; an upper-case axis is its own variable."""
 

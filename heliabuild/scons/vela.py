@@ -1,41 +1,19 @@
-"""The HeliaVela builder: Vela's four outputs from a model, fenced or not.
+"""The HeliaVela builder: Vela's four outputs from a model, fenced or not (docs/scons.md, "HeliaVela").
 
     env.HeliaVela('build/x_fenced_vela.tflite', 'build/x_fenced.tflite')
     env.HeliaVela('build/x_fenced.tflite', HELIA_VELA_ACCELERATOR='ethos-u85-256')
 
 Contract:
 
-- Source: one `.tflite` model, fenced or not. When it is fenced, its sidecar
-  `<stem>.fenced_boundaries.json` (when built or present) is an implicit
-  dependency found by the sidecar scanner (heliabuild.scons.scanners): Vela
-  checks it belongs to the model and carries its `source_sha256` along.
-- Targets, in this order, all in the folder of the target given:
-  `<stem>_vela.tflite`, `<stem>_per-layer.csv`, `<stem>_summary_<system
-  config>.csv` and `<stem>_segments.json` (heliabuild.vela.output_names).
-  Give the first one (or no target: it is then derived from the source, beside
-  it); the emitter adds the others, so `scons -c` removes all four, and the
-  summary CSVs of earlier system configs beside them. Vela
-  names its outputs after the model, so a first target of another name is a
-  configuration error.
-- Options come from construction variables (defaults in DEFAULTS):
-  `HELIA_VELA_ACCELERATOR`, `HELIA_VELA_SYSTEM_CONFIG`, `HELIA_VELA_MEMORY_MODE`,
-  `HELIA_VELA_CONFIG` (Vela .ini files, each also a dependency; a name of
-  one of Vela's packaged files such as `Arm/vela.ini` means that file),
-  `HELIA_VELA_OPTIMISE` and `HELIA_VELA_EXTRA_ARGS`; None means Vela's
-  own default. All are in the action's varlist.
-- Rebuilds when the model's (or the sidecar's, or a config file's) content,
-  an option, the action's code, or the heliabuild / ai-edge-litert version or
-  the recorded Vela version `HELIA_VELA_VERSION` (Value dependencies) change.
-- Runs heliabuild.vela.compile as a `vela` job of the build's executor
-  (heliabuild.scons.executor: here, or on a Dask worker), in a private
-  folder; the four outputs are written over the targets all or nothing, so
-  an interrupted run leaves each target complete or absent. Prints
-  `$HELIA_VELACOMSTR` (default `heliabuild: vela $TARGET`)
-  and each of Vela's warnings once per SCons run (see
-  heliabuild.scons.messages.stage_warnings). A HeliaError (an unreadable
-  model, an unknown accelerator, a missing config file, Vela's own refusal)
-  stops the build with one `heliabuild: error: ...` line and leaves none of
-  the four targets behind.
+- Source: one `.tflite` model; a fenced model's sidecar is an implicit dependency (heliabuild.scons.scanners).
+- Targets: heliabuild.vela.output_names, in that order, in the folder of the first target (given, or beside
+  the source); a first target of another name is a configuration error. `scons -c` removes all four, and
+  the summary CSVs of earlier system configs.
+- Options: OPTIONS (defaults in DEFAULTS; each HELIA_VELA_CONFIG file is a dependency), in the varlist;
+  the recorded Vela version HELIA_VELA_VERSION and the tool versions are Value dependencies.
+- Runs heliabuild.vela.compile as a `vela` job of the build's executor (heliabuild.scons.executor), all four
+  targets written or none; prints `$HELIA_VELACOMSTR` and each of Vela's warnings once per SCons run. A
+  HeliaError is one `heliabuild: error:` line and leaves none of the targets.
 """
 
 from __future__ import annotations

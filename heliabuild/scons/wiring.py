@@ -17,7 +17,7 @@ from SCons.Builder import BuilderBase, ListEmitter
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
-from heliabuild.scons import aot, fence, firmware, module, pipeline, plan, runner, sweep_table, synth, vela
+from heliabuild.scons import aot, fence, fence_plan, firmware, module, pipeline, runner, sweep_table, synth, vela
 from heliabuild.scons.process import configure_build
 
 BUILDERS = {
@@ -25,7 +25,7 @@ BUILDERS = {
     firmware.MODULE_BUILDER_NAME: firmware.module_builder,
     firmware.ADMISSION_BUILDER_NAME: firmware.admission_builder,
     fence.BUILDER_NAME: fence.fence_builder,
-    plan.BUILDER_NAME: plan.plan_builder,
+    fence_plan.BUILDER_NAME: fence_plan.fence_plan_builder,
     runner.RUNNER_BUILDER_NAME: runner.runner_builder,
     runner.RUN_BUILDER_NAME: runner.run_builder,
     sweep_table.TABLE_BUILDER_NAME: sweep_table.table_builder,
@@ -83,7 +83,7 @@ def generate(env: Environment) -> None:
     """Add the heliabuild builders and pseudo-builders to `env`, and set defaults for their construction
     variables (values already in `env` are kept: env.SetDefault). Nothing else: the settings a heliabuild build
     makes beyond `env` are made when its first target is declared (heliabuild.scons.process, docs/scons.md)."""
-    for stage in (aot, fence, firmware, module, plan, runner, sweep_table, synth, vela):
+    for stage in (aot, fence, fence_plan, firmware, module, runner, sweep_table, synth, vela):
         env.SetDefault(**stage.DEFAULTS)
     env.Append(BUILDERS={name: _configuring_builder(factory) for name, factory in BUILDERS.items()})
     for name, function in METHODS.items():

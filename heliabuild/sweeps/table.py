@@ -27,15 +27,17 @@ from typing import Any
 
 from heliabuild.errors import ResultError, SchemaError
 from heliabuild.files import json_text
-from heliabuild.results.figures import measured_figures
+from heliabuild.results.figures import Figure, measured_figures
 from heliabuild.results.reader import load_result
+from heliabuild.results.summary import MeasuredFigure, estimate_text, measured_cells
 from heliabuild.results.verdict import input_source, verdict
+from heliabuild.results.vocabulary import ESTIMATE_COLUMN, Quantity, notes, scoped_quantity
 from heliabuild.schema_files import validate
 from heliabuild.sweeps.grid import Point, canonical
 from heliabuild.tables import text_table
 from heliabuild.units import kib_text
 
-SWEEP_SCHEMA_VERSION = 1
+SWEEP_SCHEMA_VERSION = 2
 SCHEMA = "sweep"
 CSV_SUFFIX = "_sweep.csv"
 JSON_SUFFIX = "_sweep.json"
@@ -43,13 +45,20 @@ HTML_SUFFIX = "_sweep.html"
 
 QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
     ("cycles", "cycles", "cycles.total", "cycles.segment.{k}"),
+    ("traffic_beats", "beats", "traffic_beats", "segment_traffic_beats.{k}"),
     ("instructions", "instructions", "instructions.total", "instructions.segment.{k}"),
     ("latency", "s", "latency_s", "segment_latency_s.{k}"),
 )
-"""(quantity, unit, figure of the total, figure of segment k) of each measured quantity a row reports."""
+"""(quantity, unit, figure of the total, figure of segment k) of each measured quantity a row reports, the
+first a backend measures being the one the text table shows (NPU cycles, instructions, host time)."""
 
-_SCOPE_FIELDS = {"cycles": "cycles", "instructions": "instructions", "latency": "latency_s"}
-"""The field of the result's `scopes` that names each quantity's scope."""
+_SCOPE_FIELDS = {
+    "cycles": "cycles",
+    "traffic_beats": "traffic_beats",
+    "instructions": "instructions",
+    "latency": "latency_s",
+}
+"""The field of the result's `scopes` that names each quantity's scope (and its sample field)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,26 @@ class Measured:
     scope: str | None
     median: float | None
     segments: tuple[float | None, ...]
+    count: int | None = None
+    """n: the measured invokes of the total (None without a total)."""
+    min: float | None = None
+    max: float | None = None
+    """The total's least and greatest value over the measured invokes (None without a total)."""
+
+    @property
+    def named(self) -> Quantity:
+        """What it counts, in heliabuild.results.vocabulary's words."""
+        return scoped_quantity(_SCOPE_FIELDS[self.quantity], self.scope)
+
+    def label(self) -> str:
+        """`measured (host time, LiteRT, n=10)`; without a known n, `measured (host time, LiteRT)`."""
+        return self.named.label(self.count) if self.count is not None else f"measured ({self.named.what})"
+
+    def figure(self) -> MeasuredFigure | None:
+        """The total as the build summary shows it (median, n, spread), or None without a known total."""
+        if self.count is None or self.min is None or self.max is None:
+            return None
+        return MeasuredFigure(self.quantity, self.named, self.count, self.median, self.min, self.max)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +98,9 @@ class Measured:
             "scope": self.scope,
             "median": self.median,
             "segments": list(self.segments),
+            "n": self.count,
+            "min": self.min,
+            "max": self.max,
         }
 
     @classmethod
@@ -79,6 +111,9 @@ class Measured:
             scope=document["scope"],
             median=document["median"],
             segments=tuple(document["segments"]),
+            count=document["n"],
+            min=document["min"],
+            max=document["max"],
         )
 
 
@@ -97,6 +132,16 @@ class SweepRow:
     """The bundle's verification verdict in short (heliabuild.results.verdict.Verdict.short)."""
     inputs: str = "zeros"
     """The bundle's input source: `zeros` or the tensor_io files (heliabuild.results.verdict.input_source)."""
+    vela_version: str | None = None
+    """The version of Vela that compiled the point (its segments.json)."""
+    heliabuild_version: str | None = None
+    """The version of heliabuild that measured the point (the bundle's provider_versions)."""
+    measured_at: str | None = None
+    """When the bundle was measured (its `created_at`, UTC), None where it records no time."""
+
+    def main(self) -> Measured | None:
+        """The measured quantity the text table shows: the first of QUANTITIES with a known total."""
+        return next((m for q, *_ in QUANTITIES if (m := self.measured[q]) is not None and m.median is not None), None)
 
     @property
     def segment_count(self) -> int:
@@ -117,6 +162,9 @@ class SweepRow:
             "bundle": self.bundle,
             "verification": self.verification,
             "inputs": self.inputs,
+            "vela_version": self.vela_version,
+            "heliabuild_version": self.heliabuild_version,
+            "measured_at": self.measured_at,
         }
 
     @classmethod
@@ -134,6 +182,9 @@ class SweepRow:
             bundle=document["bundle"],
             verification=document["verification"],
             inputs=document["inputs"],
+            vela_version=document["vela_version"],
+            heliabuild_version=document["heliabuild_version"],
+            measured_at=document["measured_at"],
         )
 
 
@@ -170,8 +221,10 @@ class SweepTable:
         """The CSV text: a header, then one line per row (module docstring)."""
         header = ["pipeline", "point", *self.axes, "segments", "vela_estimated_cycles", "vela_estimated_cycles_total"]
         for quantity, *_ in QUANTITIES:
-            header += [f"measured_{quantity}_{part}" for part in ("median", "segments", "unit", "scope")]
+            parts = ("label", "median", "segments", "unit", "scope", "n", "min", "max")
+            header += [f"measured_{quantity}_{part}" for part in parts]
         header += ["vela_sram_used_kib", "vela_off_chip_flash_used_kib", "bundle", "verification", "inputs"]
+        header += ["vela_version", "heliabuild_version", "measured_at"]
         stream = io.StringIO()
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(header)
@@ -182,34 +235,41 @@ class SweepTable:
             for quantity, *_ in QUANTITIES:
                 measured = row.measured[quantity]
                 if measured is None:
-                    cells += ["", "", "", ""]
+                    cells += [""] * 8
                 else:
-                    cells += [_cell(measured.median), _joined(measured.segments), measured.unit, _cell(measured.scope)]
+                    cells += [measured.label(), _cell(measured.median), _joined(measured.segments), measured.unit]
+                    cells += [_cell(measured.scope), _cell(measured.count), _cell(measured.min), _cell(measured.max)]
             cells += [_cell(row.vela_sram_used_kib), _cell(row.vela_off_chip_flash_used_kib), row.bundle]
             cells += [row.verification, row.inputs]
+            cells += [_cell(row.vela_version), _cell(row.heliabuild_version), _cell(row.measured_at)]
             writer.writerow(cells)
         return stream.getvalue()
 
     def to_text(self) -> str:
-        """The table printed after a build: one line per point, in columns, then the files' names."""
-        header = ["point", "pipeline", "segments", "Vela est. cycles/segment", "measured median", "verification"]
+        """The table printed after a build: one line per point, in columns, with the words and units of the build
+        summary (heliabuild.results.summary): the main measured figure with what measured it, n, its median and
+        spread; then a note for each figure not comparable with the NPU estimate."""
+        header = ["point", "pipeline", "segments", ESTIMATE_COLUMN, "measured", "median", "spread", "verification"]
         header += ["inputs", "Vela SRAM", "Vela flash"]
-        rows = [
-            [
-                row.point.folder,
-                row.pipeline,
-                str(row.segment_count),
-                _joined(row.estimated_cycles) or "-",
-                measured_text(row),
-                row.verification,
-                row.inputs,
-                kib_text(row.vela_sram_used_kib),
-                kib_text(row.vela_off_chip_flash_used_kib),
-            ]
-            for row in self.rows
-        ]
+        rows = []
+        for row in self.rows:
+            main = row.main()
+            rows.append(
+                [
+                    row.point.folder,
+                    row.pipeline,
+                    str(row.segment_count),
+                    estimate_text(row.estimated_cycles),
+                    *measured_cells(None if main is None else main.figure()),
+                    row.verification,
+                    row.inputs,
+                    kib_text(row.vela_sram_used_kib),
+                    kib_text(row.vela_off_chip_flash_used_kib),
+                ]
+            )
         lines = [f"sweep {self.name}: {len(self.rows)} point{'' if len(self.rows) == 1 else 's'}"]
-        lines.extend(text_table(header, rows))
+        lines.extend(text_table(header, rows, right={2, 5, 6}))
+        lines.extend(notes(None if (main := row.main()) is None else main.named for row in self.rows))
         return "\n".join(lines) + "\n"
 
     def files(self) -> dict[str, bytes]:
@@ -230,25 +290,10 @@ def _joined(values: Sequence[object]) -> str:
     return "/".join("-" if value is None else str(value) for value in values)
 
 
-def _scaled(value: float, unit: str) -> str:
-    if unit == "s":
-        return f"{value * 1e6:.1f} us"
-    return f"{value:.0f} {unit}"
-
-
-def measured_text(row: SweepRow) -> str:
-    """The measured medians of a row, each with its unit and scope (`365.9 us host_wall_clock`), or `-`."""
-    parts = [
-        f"{_scaled(measured.median, measured.unit)} {measured.scope or 'unknown scope'}"
-        for measured in row.measured.values()
-        if measured is not None and measured.median is not None
-    ]
-    return "; ".join(parts) or "-"
-
-
 def _measured(result: Any) -> dict[str, Measured | None]:
     """Each quantity of QUANTITIES the result measured (a known total or segment), else None."""
-    medians = {figure.name: figure.median for figure in measured_figures(result)}
+    figures = {figure.name: figure for figure in measured_figures(result)}
+    medians = {name: figure.median for name, figure in figures.items()}
     scopes = result.document.get("scopes") or {}
     count = len(result.segments)
     measured: dict[str, Measured | None] = {}
@@ -259,8 +304,25 @@ def _measured(result: Any) -> dict[str, Measured | None]:
             measured[quantity] = None
             continue
         scope = scopes.get(_SCOPE_FIELDS[quantity])
-        measured[quantity] = Measured(quantity=quantity, unit=unit, scope=scope, median=median, segments=segments)
+        whole = figures.get(total)
+        measured[quantity] = Measured(
+            quantity=quantity,
+            unit=unit,
+            scope=scope,
+            median=_whole(whole, median),
+            segments=tuple(_whole(figures.get(segment.format(k=k)), v) for k, v in enumerate(segments)),
+            count=None if whole is None else whole.count,
+            min=None if whole is None else _whole(whole, whole.min),
+            max=None if whole is None else _whole(whole, whole.max),
+        )
     return measured
+
+
+def _whole(figure: Figure | None, value: float | None) -> float | None:
+    """A counter's whole value as an integer (so the JSON holds `12345`, not `12345.0`)."""
+    if value is not None and figure is not None and figure.kind == "counter" and float(value).is_integer():
+        return int(value)
+    return value
 
 
 def read_row(
@@ -293,4 +355,7 @@ def read_row(
         bundle=Path(os.path.relpath(bundle, table_folder)).as_posix(),
         verification=verdict(result.document["run_identity"], result.samples).short(),
         inputs=input_source(result.document["run_identity"]),
+        vela_version=vela.get("version"),
+        heliabuild_version=result.document.get("provider_versions", {}).get("heliabuild"),
+        measured_at=result.document.get("created_at"),
     )

@@ -21,6 +21,7 @@ from heliabuild.synth.networks import chain_network, int8_network, residual_netw
 from heliabuild.synth.recurrent import gru_network
 from heliabuild.synth.single_op import SINGLE_OPS, default_shapes, single_op_model
 from heliabuild.synth.stateful import counter_model
+from heliabuild.synth.svdf import svdf_network
 
 _DTYPE_SUFFIX = {"float32": "f32", "float16": "f16", "int32": "i32"}
 _SINGLE_OP_KINDS: tuple[tuple[str, str], ...] = (
@@ -90,6 +91,11 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
         "cell state carried across invokes) -> STRIDED_SLICE (last step) -> FULLY_CONNECTED -> SOFTMAX (4 ops)",
         lstm_network,
     ),
+    "svdf": (
+        "int8 streaming keyword model [1,16] (one frame an invoke) -> SVDF (integer, 16 filters, memory 8, "
+        "variable activation state carried across invokes) -> FULLY_CONNECTED -> SOFTMAX (3 ops)",
+        svdf_network,
+    ),
     "counter": (
         "float32 stateful model: a CALL_ONCE init subgraph sets a resource variable to 0, each invoke adds 1 "
         "and returns x + counter + bias (for the acquisition lifecycle: carry keeps the state)",
@@ -98,6 +104,15 @@ _BUILDERS: dict[str, tuple[str, Callable[[int], Model]]] = {
     "counter_no_init": (
         "float32 model with a resource variable reset to 0 on every invoke and no CALL_ONCE",
         partial(counter_model, call_once=False),
+    ),
+    "counter_int8": (
+        "the counter model in int8 (the module generator's form): CALL_ONCE sets the resource variable to 0, each "
+        "invoke adds 1 and returns x + counter + bias",
+        partial(counter_model, int8=True),
+    ),
+    "counter_int8_no_init": (
+        "the int8 counter model without CALL_ONCE: the resource variable is assigned 0 before every read",
+        partial(counter_model, call_once=False, int8=True),
     ),
     "large": (
         "benchmark model: int8 residual chain of 998 ops (CONV_2D, ADD) with about 50 MB of weights; "
@@ -133,9 +148,10 @@ for _op, _dtype in _SINGLE_OP_KINDS:
 
 KINDS: dict[str, str] = {name: description for name, (description, _build) in _BUILDERS.items()}
 SEEDED_KINDS: frozenset[str] = frozenset(
-    {"chain", "kws", "residual", "random", "counter", "counter_no_init", "large"}
+    {"chain", "kws", "residual", "random", "counter", "counter_no_init", "counter_int8", "counter_int8_no_init"}
+    | {"large"}
     | {"mobilenet_v3_block", "transformer", "unet_decoder"}
-    | {"gru", "mobilenet_v2", "lstm", "cpu_fallback"}
+    | {"gru", "mobilenet_v2", "lstm", "svdf", "cpu_fallback"}
 )
 
 

@@ -1,4 +1,4 @@
-"""The Vela stage's defaults and file names.
+"""The Vela stage's defaults and file names, and the name every view gives Vela's estimate.
 
 Kept free of heavy imports (numpy, the TFLite schema, Vela itself), so the
 SCons emitters that declare a stage's targets can use them on every build.
@@ -10,6 +10,10 @@ import os
 from pathlib import PurePath
 
 DEFAULT_ACCELERATOR = "ethos-u55-128"
+
+ESTIMATE = "Vela NPU estimate"
+"""Vela's compile-time estimate of a segment's (or an operator's) NPU cycles, as `show`, `ops`, the build
+summary and the sweep table and report name it: never a measurement (heliabuild.results.vocabulary)."""
 
 
 def default_system_config(accelerator: str) -> str:

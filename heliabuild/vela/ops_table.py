@@ -27,6 +27,8 @@ from heliabuild.model.graph import indices
 from heliabuild.model.ids import stable_operator_ids
 from heliabuild.model.io import Model, load_model
 from heliabuild.tables import text_table
+from heliabuild.units import count_text
+from heliabuild.vela.names import ESTIMATE
 
 FORMATS = ("text", "json")
 _DTYPES = {code: name.lower() for name, code in vars(schema.TensorType).items() if not name.startswith("_")}
@@ -159,16 +161,16 @@ def format_table(rows: list[OperatorRow], fmt: str = "text") -> str:
         return json_text({"operators": [row.to_json() for row in rows]})
     # The stable id last: a real model's ids run to hundreds of characters (TFLite names an operator by
     # every tensor name fused into it), which would push every other column off the screen.
-    header = ["index", "type", "outputs", "vela_estimated_cycles", "placement", "id"]
+    header = ["index", "type", "outputs", ESTIMATE, "placement", "id"]
     cells = [
         [
             "-" if row.index is None else str(row.index),
             row.type,
             ", ".join(output.text() for output in row.outputs) or "-",
-            "-" if row.estimated_cycles is None else str(row.estimated_cycles),
+            count_text(row.estimated_cycles),
             row.placement or "-",
             row.id,
         ]
         for row in rows
     ]
-    return "\n".join(text_table(header, cells)) + "\n"
+    return "\n".join(text_table(header, cells, right={3})) + "\n"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from heliabuild import sessions
 from heliabuild.distributions import version
 from heliabuild.documents import read_json, read_regular_file, read_text
 from heliabuild.errors import HeliaError, VelaError
@@ -447,11 +448,27 @@ def _run_vela(model: Path, work: Path, options: VelaOptions, in_process: bool) -
 
 
 def _vela_subprocess(model: Path, work: Path, arguments: list[str]) -> tuple[int, str]:
+    """Vela as a subprocess: its exit status and its output. It runs in a session of its own, counted as running
+    (heliabuild.sessions), so an interrupt of this process on any thread (an SCons build's, which only the
+    scons process may receive) ends it; an exception here (Ctrl-C of the `heliabuild` command) kills it."""
     try:
-        run = subprocess.run(in_process_vela.command(arguments), cwd=work, capture_output=True, text=True, check=False)
+        process = subprocess.Popen(
+            in_process_vela.command(arguments),
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     except OSError as error:
         raise VelaError(f"{model}: cannot start Vela: {error}") from None
-    return run.returncode, run.stdout + run.stderr
+    with process, sessions.running(process.pid):
+        try:
+            stdout, stderr = process.communicate()
+        except BaseException:
+            process.kill()
+            raise
+    return process.returncode, stdout + stderr
 
 
 def _vela_message(output: str) -> str:

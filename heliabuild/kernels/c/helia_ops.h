@@ -665,7 +665,7 @@ typedef struct helia_lstm_s8_args {
     int8_t *output_state;        /* [batches, units], carried */
     int16_t *cell_state;         /* [batches, units], carried, 2-byte aligned */
     int8_t *output;              /* like input with units for input_size */
-    int8_t *scratch;             /* 8 x units bytes, 2-byte aligned */
+    void *scratch;               /* 8 x units bytes, 2-byte aligned */
     int32_t scratch_bytes;
     int32_t batches;
     int32_t time_steps;
@@ -682,5 +682,33 @@ typedef struct helia_lstm_s8_args {
 helia_status helia_lstm_s8_check(const helia_lstm_s8_args *args);
 helia_status helia_lstm_s8_run(const helia_lstm_s8_args *args);
 helia_status helia_lstm_s8(const helia_lstm_s8_args *args);
+
+/* SVDF, TFLite's integer form (ops_svdf.c): int8 input, weights_feature and output, int16 weights_time and
+ * activation state (zero point 0); the state [batches, filters * memory_size] carries between calls. */
+typedef struct helia_svdf_s8_args {
+    const int8_t *input;           /* [batches, input_size] */
+    const int8_t *weights_feature; /* [filters, input_size] */
+    const int16_t *weights_time;   /* [filters, memory_size], 2-byte aligned */
+    const int32_t *bias;           /* [filters / rank], or NULL */
+    int16_t *state;                /* [batches, filters * memory_size], carried, 2-byte aligned */
+    int8_t *output;                /* [batches, filters / rank] */
+    int32_t batches;
+    int32_t input_size;
+    int32_t filters;               /* a multiple of rank */
+    int32_t memory_size;
+    int32_t rank;
+    int32_t input_zero_point;
+    int32_t output_zero_point;
+    int32_t feature_multiplier;    /* input_scale * feature_scale / state_scale */
+    int32_t feature_shift;
+    int32_t time_multiplier;       /* state_scale * time_scale / output_scale */
+    int32_t time_shift;
+    int32_t act_min;
+    int32_t act_max;
+} helia_svdf_s8_args;
+
+helia_status helia_svdf_s8_check(const helia_svdf_s8_args *args);
+helia_status helia_svdf_s8_run(const helia_svdf_s8_args *args);
+helia_status helia_svdf_s8(const helia_svdf_s8_args *args);
 
 #endif /* HELIA_OPS_H */

@@ -31,6 +31,79 @@
 #define ROUND_SINGLE 1
 #define ROUND_DOUBLE 2
 
+/* ---- four-lane requantization ------------------------------------------------------------------ */
+
+/* What four output channels need to requantize, computed once per block of channels: the shift split as the
+ * rounding wants it (helia_fixed_mve.h). */
+typedef struct requant4 {
+    int32x4_t offset;     /* bias, less input_zero_point * weight sum (modulo 2^32) */
+    int32x4_t multiplier;
+    int32x4_t left;       /* double: max(shift, 0); single: shift + 1 */
+    int32x4_t right;      /* double: min(shift, 0); single: shift - 31 */
+} requant4;
+
+typedef struct output_range {
+    int32_t zero_point;
+    int32_t act_min;
+    int32_t act_max;
+} output_range;
+
+/* The lanes' values of per-channel `values` at channel + index[j]: contiguous channels (`interleave` 1) load
+ * in one VLDRW, the even or the odd channels of eight (2, the depthwise body's widening multiplies) gather. */
+static inline int32x4_t channel_values(const int32_t *values, int32_t channel, uint32x4_t index, mve_pred16_t lanes,
+                                       int interleave)
+{
+    return interleave == 1 ? vldrwq_z_s32(values + channel, lanes)
+                           : vldrwq_gather_shifted_offset_z_s32(values + channel, index, lanes);
+}
+
+/* The constants of the channels channel + index[j], for the lanes j of `lanes`, loaded once per block and layer
+ * (or per im2col pixel), outside the tap loops. */
+static inline requant4 requant_constants(const int32_t *bias, const int32_t *weight_sums, const int32_t *multipliers,
+                                         const int32_t *shifts, int32_t quant_count, int32_t input_zero_point,
+                                         int32_t channel, uint32x4_t index, mve_pred16_t lanes, int interleave,
+                                         int rounding)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    requant4 r;
+    int32x4_t shift;
+    r.offset = bias != NULL ? channel_values(bias, channel, index, lanes, interleave) : zero;
+    r.offset = vmlaq_n_s32(r.offset, channel_values(weight_sums, channel, index, lanes, interleave), -input_zero_point);
+    if (quant_count == 1) {
+        r.multiplier = vdupq_n_s32(multipliers[0]);
+        shift = vdupq_n_s32(shifts[0]);
+    } else {
+        r.multiplier = channel_values(multipliers, channel, index, lanes, interleave);
+        shift = channel_values(shifts, channel, index, lanes, interleave);
+    }
+    if (rounding == ROUND_SINGLE) {
+        r.left = vaddq_n_s32(shift, 1);
+        r.right = vsubq_n_s32(shift, 31);
+    } else {
+        r.left = vmaxq_s32(shift, zero);
+        r.right = vminq_s32(shift, zero);
+    }
+    return r;
+}
+
+/* The four sums `acc` requantized and clamped. Always inlined with constant `rounding` and `wide` (single
+ * rounding with every lane's shift below -1), so each call site compiles one rounding. */
+static inline __attribute__((always_inline)) int32x4_t requantize4(int32x4_t acc, const requant4 *r, int rounding,
+                                                                  int wide, output_range range)
+{
+    const int32x4_t value = vaddq_s32(acc, r->offset);
+    int32x4_t scaled;
+    if (rounding == ROUND_DOUBLE) {
+        scaled = helia_mbqm_double_split_x4(value, r->multiplier, r->left, r->right);
+    } else if (wide) {
+        scaled = helia_mbqm_single_wide_x4(value, r->multiplier, r->left);
+    } else {
+        scaled = helia_mbqm_single_split_x4(value, r->multiplier, r->left, r->right);
+    }
+    scaled = vaddq_n_s32(scaled, range.zero_point);
+    return vminq_s32(vmaxq_s32(scaled, vdupq_n_s32(range.act_min)), vdupq_n_s32(range.act_max));
+}
+
 /* What four output channels (channel + index[j], for the lanes j where that is below `channels`) need to
  * requantize: the contiguous lanes of the matrix-vector product, or the even and the odd channels of the
  * depthwise body's widening multiplies. */
@@ -191,21 +264,189 @@ static inline int32_t rows_at(const matvec *m, int32_t channel)
     return m->channels - channel < 4 ? m->channels - channel : 4;
 }
 
+/* sum(x[k] * w_r[k]) of four filter rows, as four lanes: one 16-byte input load shared by four VMLADAVA, the
+ * tail once under `last`, so no byte past the row is read. */
+static inline __attribute__((always_inline)) int32x4_t dot_four(const int8_t *x, const int8_t *w, const int8_t *w1,
+                                                               const int8_t *w2, const int8_t *w3, int32_t chunks,
+                                                               int32_t tail, mve_pred16_t last)
+{
+    int32_t s0 = 0;
+    int32_t s1 = 0;
+    int32_t s2 = 0;
+    int32_t s3 = 0;
+    int32_t n;
+    int32x4_t sums;
+    for (n = 0; n < chunks; ++n) {
+        const int8x16_t v = vldrbq_s8(x);
+        s0 = vmladavaq_s8(s0, v, vldrbq_s8(w));
+        s1 = vmladavaq_s8(s1, v, vldrbq_s8(w1));
+        s2 = vmladavaq_s8(s2, v, vldrbq_s8(w2));
+        s3 = vmladavaq_s8(s3, v, vldrbq_s8(w3));
+        x += 16;
+        w += 16;
+        w1 += 16;
+        w2 += 16;
+        w3 += 16;
+    }
+    if (tail != 0) {
+        const int8x16_t v = vldrbq_z_s8(x, last);
+        s0 = vmladavaq_s8(s0, v, vldrbq_z_s8(w, last));
+        s1 = vmladavaq_s8(s1, v, vldrbq_z_s8(w1, last));
+        s2 = vmladavaq_s8(s2, v, vldrbq_z_s8(w2, last));
+        s3 = vmladavaq_s8(s3, v, vldrbq_z_s8(w3, last));
+    }
+    sums = vdupq_n_s32(s0);
+    sums = vsetq_lane_s32(s1, sums, 1);
+    sums = vsetq_lane_s32(s2, sums, 2);
+    return vsetq_lane_s32(s3, sums, 3);
+}
+
+static void fully_connected_blocks(const helia_fully_connected_s8_args *args);
+
+/* One filter row against the held input chunks. */
+static inline __attribute__((always_inline)) int32_t held_row(int8x16_t x0, int8x16_t x1, int8x16_t x2,
+                                                             int8x16_t x3, const int8_t *w, int chunks)
+{
+    int32_t sum = vmladavq_s8(x0, vldrbq_s8(w));
+    if (chunks > 1) {
+        sum = vmladavaq_s8(sum, x1, vldrbq_s8(w + 16));
+    }
+    if (chunks > 2) {
+        sum = vmladavaq_s8(sum, x2, vldrbq_s8(w + 32));
+    }
+    if (chunks > 3) {
+        sum = vmladavaq_s8(sum, x3, vldrbq_s8(w + 48));
+    }
+    return sum;
+}
+
+/* The four single-rounding outputs of four row sums of FULLY_CONNECTED at channel c (`lanes` of them). */
+static inline __attribute__((always_inline)) int32x4_t fc_outputs(const helia_fully_connected_s8_args *args,
+                                                                 int32x4_t acc, int32_t c, mve_pred16_t lanes)
+{
+    const int32_t per_channel = args->quant_count != 1;
+    const int32x4_t multiplier =
+        per_channel ? vldrwq_z_s32(args->multipliers + c, lanes) : vdupq_n_s32(args->multipliers[0]);
+    const int32x4_t beyond =
+        vaddq_n_s32(per_channel ? vldrwq_z_s32(args->shifts + c, lanes) : vdupq_n_s32(args->shifts[0]), 1);
+    int32x4_t value;
+    acc = vmlaq_n_s32(acc, vldrwq_z_s32(args->weight_sums + c, lanes), -args->input_zero_point);
+    if (args->bias != NULL) {
+        acc = vaddq_s32(acc, vldrwq_z_s32(args->bias + c, lanes));
+    }
+    if (vmaxvq_s32(INT32_MIN, vpselq_s32(beyond, vdupq_n_s32(-1), lanes)) < 0) {
+        value = helia_mbqm_single_wide_x4(acc, multiplier, beyond);
+    } else {
+        value = helia_mbqm_single_split_x4(acc, multiplier, beyond, vsubq_n_s32(beyond, 32));
+    }
+    value = vaddq_n_s32(value, args->output_zero_point);
+    return vminq_s32(vmaxq_s32(value, vdupq_n_s32(args->act_min)), vdupq_n_s32(args->act_max));
+}
+
+/* FULLY_CONNECTED of depth 16 to 64 in whole chunks: each input vector held in Q registers through every
+ * output row; the last block's missing rows read its first row again (never stored). Always inlined with
+ * constant `chunks`. */
+static inline __attribute__((always_inline)) void fully_connected_held(const helia_fully_connected_s8_args *args,
+                                                                      int chunks)
+{
+    const size_t row = 16u * (size_t)chunks;
+    const int32_t channels = args->output_depth;
+    const int32_t batches = args->batches;
+    const int8_t *input = args->input;
+    const int8_t *filter = args->filter;
+    int8_t *output = args->output;
+    int32_t b;
+    int32_t c;
+    for (b = 0; b < batches; ++b) {
+        const int8_t *x = input + (size_t)b * row;
+        const int8x16_t x0 = vldrbq_s8(x);
+        const int8x16_t x1 = chunks > 1 ? vldrbq_s8(x + 16) : x0;
+        const int8x16_t x2 = chunks > 2 ? vldrbq_s8(x + 32) : x0;
+        const int8x16_t x3 = chunks > 3 ? vldrbq_s8(x + 48) : x0;
+        const int8_t *w = filter;
+        int8_t *out = output + (size_t)b * (size_t)channels;
+        for (c = 0; c + 4 <= channels; c += 4) {
+            int32x4_t acc = vdupq_n_s32(held_row(x0, x1, x2, x3, w, chunks));
+            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + row, chunks), acc, 1);
+            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + 2 * row, chunks), acc, 2);
+            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + 3 * row, chunks), acc, 3);
+            vstrbq_s32(out + c, fc_outputs(args, acc, c, 0xFFFF));
+            w += 4 * row;
+        }
+        if (c < channels) {
+            const int32_t count = channels - c;
+            const mve_pred16_t lanes = vctp32q((uint32_t)count);
+            int32x4_t acc = vdupq_n_s32(held_row(x0, x1, x2, x3, w, chunks));
+            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, count > 1 ? w + row : w, chunks), acc, 1);
+            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, count > 2 ? w + 2 * row : w, chunks), acc, 2);
+            vstrbq_p_s32(out + c, fc_outputs(args, acc, c, lanes), lanes);
+        }
+    }
+}
+
+/* FULLY_CONNECTED: four output rows per pass sharing each input load, the whole blocks' four outputs
+ * requantized at once with the constants loaded contiguously beside them (single rounding; the high word alone
+ * when every lane's shift is below -1); the last rows one at a time through the portable arithmetic's lanes. */
 void helia_ops_fully_connected_mve(const helia_fully_connected_s8_args *args)
 {
-    const matvec m = {args->filter, args->bias, args->weight_sums, args->multipliers, args->shifts,
-                      args->quant_count, args->depth, args->output_depth, args->input_zero_point,
-                      args->output_zero_point, args->act_min, args->act_max};
-    int32_t c;
+    if (args->depth % 16 == 0 && args->depth <= 64) {
+        switch (args->depth / 16) {
+        case 1:
+            fully_connected_held(args, 1);
+            return;
+        case 2:
+            fully_connected_held(args, 2);
+            return;
+        case 3:
+            fully_connected_held(args, 3);
+            return;
+        default:
+            fully_connected_held(args, 4);
+            return;
+        }
+    }
+    fully_connected_blocks(args);
+}
+
+/* FULLY_CONNECTED of any depth: four output rows per pass sharing each input load. */
+static void fully_connected_blocks(const helia_fully_connected_s8_args *args)
+{
+    const size_t depth = (size_t)args->depth;
+    const int32_t chunks = args->depth / 16;
+    const int32_t tail = args->depth % 16;
+    const mve_pred16_t last = vctp8q((uint32_t)tail);
+    const int32_t whole = args->output_depth / 4 * 4;
+    const int32_t per_channel = args->quant_count != 1;
     int32_t b;
-    /* Channel blocks outside, batches inside: each block's requantization is loaded once. */
-    for (c = 0; c < m.channels; c += 4) {
-        const channel_block block = contiguous_block(&m, c);
-        const int8_t *rows = m.filter + (size_t)c * (size_t)m.depth;
-        for (b = 0; b < args->batches; ++b) {
-            const int32x4_t acc = dot_rows(args->input + (size_t)b * (size_t)m.depth, rows, m.depth, rows_at(&m, c));
-            store_block(args->output + (size_t)b * (size_t)m.channels + c, acc, &block, ROUND_SINGLE,
-                        m.output_zero_point, m.act_min, m.act_max);
+    int32_t c;
+    for (b = 0; b < args->batches; ++b) {
+        const int8_t *x = args->input + (size_t)b * depth;
+        int8_t *out = args->output + (size_t)b * (size_t)args->output_depth;
+        for (c = 0; c < args->output_depth; c += 4) {
+            const int32_t count = args->output_depth - c < 4 ? args->output_depth - c : 4;
+            const mve_pred16_t lanes = vctp32q((uint32_t)count);
+            /* A last block of fewer rows reads its first row again in the missing ones (never stored). */
+            const int8_t *w = args->filter + (size_t)c * depth;
+            int32x4_t acc = c < whole ? dot_four(x, w, w + depth, w + 2 * depth, w + 3 * depth, chunks, tail, last)
+                                      : dot_four(x, w, count > 1 ? w + depth : w, count > 2 ? w + 2 * depth : w, w,
+                                                 chunks, tail, last);
+            int32x4_t shift;
+            int32x4_t multiplier;
+            int32x4_t value;
+            acc = vmlaq_n_s32(acc, vldrwq_z_s32(args->weight_sums + c, lanes), -args->input_zero_point);
+            if (args->bias != NULL) {
+                acc = vaddq_s32(acc, vldrwq_z_s32(args->bias + c, lanes));
+            }
+            multiplier = per_channel ? vldrwq_z_s32(args->multipliers + c, lanes) : vdupq_n_s32(args->multipliers[0]);
+            shift = vaddq_n_s32(per_channel ? vldrwq_z_s32(args->shifts + c, lanes) : vdupq_n_s32(args->shifts[0]), 1);
+            if (vmaxvq_s32(INT32_MIN, vpselq_s32(shift, vdupq_n_s32(-1), lanes)) < 0) {
+                value = helia_mbqm_single_wide_x4(acc, multiplier, shift);
+            } else {
+                value = helia_mbqm_single_split_x4(acc, multiplier, shift, vsubq_n_s32(shift, 32));
+            }
+            value = vaddq_n_s32(value, args->output_zero_point);
+            value = vminq_s32(vmaxq_s32(value, vdupq_n_s32(args->act_min)), vdupq_n_s32(args->act_max));
+            vstrbq_p_s32(out + c, value, lanes);
         }
     }
 }
@@ -218,31 +459,179 @@ static matvec conv_matvec(const helia_conv_s8_args *args)
     return m;
 }
 
-void helia_ops_conv2d_in_place_mve(const helia_conv_s8_args *args)
+/* The pixels of one four-channel block of a 1x1 CONV_2D: rows and constants fixed, the outputs `out_step`
+ * bytes apart. Always inlined with constant `whole` (four channels: unpredicated stores). Every argument is a
+ * local value, so that the int8 stores (which may alias anything) force no reload. */
+static inline __attribute__((always_inline)) void in_place_pixels(
+    const int8_t *pixel, size_t pixel_step, size_t row_step, int32_t rows, int32_t columns, int8_t *out,
+    size_t out_step, const int8_t *w0, const int8_t *w1, const int8_t *w2, const int8_t *w3, int32_t chunks,
+    int32_t tail, mve_pred16_t last, int32x4_t offset, int32x4_t multiplier, int32x4_t left, int32x4_t right,
+    int32_t zero_point, int32_t act_min, int32_t act_max, int whole, mve_pred16_t lanes)
 {
-    const matvec m = conv_matvec(args);
-    const size_t pixel_step = (size_t)args->stride_w * (size_t)args->input_c;
-    int32_t c;
+    int32_t oy;
+    int32_t ox;
+    for (oy = 0; oy < rows; ++oy) {
+        const int8_t *x = pixel;
+        for (ox = 0; ox < columns; ++ox) {
+            int32x4_t value = vaddq_s32(dot_four(x, w0, w1, w2, w3, chunks, tail, last), offset);
+            value = vaddq_n_s32(helia_mbqm_double_split_x4(value, multiplier, left, right), zero_point);
+            value = vminq_s32(vmaxq_s32(value, vdupq_n_s32(act_min)), vdupq_n_s32(act_max));
+            if (whole) {
+                vstrbq_s32(out, value);
+            } else {
+                vstrbq_p_s32(out, value, lanes);
+            }
+            x += pixel_step;
+            out += out_step;
+        }
+        pixel += row_step;
+    }
+}
+
+static void conv2d_in_place_blocks(const helia_conv_s8_args *args);
+
+/* Output channels whose constants a held-vector pass keeps on the stack (one requant4 each four). */
+#define HELD_GROUP 64
+
+/* The requantized outputs of `blocks` whole blocks of four channels for one input vector of `chunks` whole
+ * 16-byte chunks, held in Q registers: the blocks' rows are one contiguous run, read by one pointer, and their
+ * constants `k` were split once per layer. Always inlined with constant `chunks` (1 to 3). */
+static inline __attribute__((always_inline)) void held_vector(const int8_t *x, const int8_t *w, int8_t *out,
+                                                             const requant4 *k, int32_t blocks, output_range range,
+                                                             int chunks)
+{
+    const int8x16_t x0 = vldrbq_s8(x);
+    const int8x16_t x1 = chunks > 1 ? vldrbq_s8(x + 16) : x0;
+    const int8x16_t x2 = chunks > 2 ? vldrbq_s8(x + 32) : x0;
+    const int8x16_t x3 = chunks > 3 ? vldrbq_s8(x + 48) : x0;
+    const size_t row = 16u * (size_t)chunks;
+    int32_t n;
+    for (n = 0; n < blocks; ++n) {
+        const int32_t s0 = held_row(x0, x1, x2, x3, w, chunks);
+        const int32_t s1 = held_row(x0, x1, x2, x3, w + row, chunks);
+        const int32_t s2 = held_row(x0, x1, x2, x3, w + 2 * row, chunks);
+        const int32_t s3 = held_row(x0, x1, x2, x3, w + 3 * row, chunks);
+        int32x4_t value = vsetq_lane_s32(s1, vdupq_n_s32(s0), 1);
+        value = vsetq_lane_s32(s2, value, 2);
+        value = vsetq_lane_s32(s3, value, 3);
+        vstrbq_s32(out, requantize4(value, &k[n], ROUND_DOUBLE, 0, range));
+        out += 4;
+        w += 4 * row;
+    }
+}
+
+/* A 1x1 CONV_2D whose depth is 16, 32 or 48 and whose channels come in fours: pixels outside, each input
+ * vector held in registers through every channel of a group. */
+static void conv2d_in_place_held(const helia_conv_s8_args *args)
+{
+    const size_t depth = (size_t)args->input_c;
+    const int32_t chunks = args->input_c / 16;
+    const int32_t channels = args->output_c;
+    const output_range range = {args->output_zero_point, args->act_min, args->act_max};
+    const size_t pixel_step = (size_t)args->stride_w * depth;
+    const size_t row_step = (size_t)args->stride_h * (size_t)args->input_w * depth;
+    const size_t image = (size_t)args->input_h * (size_t)args->input_w * depth;
+    const int32_t rows = args->output_h;
+    const int32_t columns = args->output_w;
+    requant4 k[HELD_GROUP / 4];
+    int32_t g;
     int32_t b;
     int32_t oy;
     int32_t ox;
-    /* Channel blocks outside, pixels inside: each block's requantization is loaded once. */
-    for (c = 0; c < m.channels; c += 4) {
-        const channel_block block = contiguous_block(&m, c);
-        const int8_t *rows = m.filter + (size_t)c * (size_t)m.depth;
-        const int32_t count = rows_at(&m, c);
-        int8_t *out = args->output + c;
+    int32_t n;
+    for (g = 0; g < channels; g += HELD_GROUP) {
+        const int32_t blocks = (channels - g < HELD_GROUP ? channels - g : HELD_GROUP) / 4;
+        const int8_t *w = args->filter + (size_t)g * depth;
+        for (n = 0; n < blocks; ++n) {
+            k[n] = requant_constants(args->bias, args->weight_sums, args->multipliers, args->shifts, args->quant_count,
+                                     args->input_zero_point, g + 4 * n, vidupq_n_u32(0u, 1), 0xFFFF, 1,
+                                     ROUND_DOUBLE);
+        }
         for (b = 0; b < args->batches; ++b) {
-            for (oy = 0; oy < args->output_h; ++oy) {
-                const int8_t *pixel = args->input + ((size_t)b * (size_t)args->input_h +
-                                                     (size_t)oy * (size_t)args->stride_h) *
-                                                        (size_t)args->input_w * (size_t)args->input_c;
-                for (ox = 0; ox < args->output_w; ++ox) {
-                    store_block(out, dot_rows(pixel, rows, m.depth, count), &block, ROUND_DOUBLE, m.output_zero_point,
-                                m.act_min, m.act_max);
-                    pixel += pixel_step;
-                    out += m.channels;
+            const int8_t *line = args->input + (size_t)b * image;
+            int8_t *out = args->output + (size_t)b * (size_t)rows * (size_t)columns * (size_t)channels + g;
+            for (oy = 0; oy < rows; ++oy) {
+                const int8_t *x = line;
+                for (ox = 0; ox < columns; ++ox) {
+                    if (chunks == 1) {
+                        held_vector(x, w, out, k, blocks, range, 1);
+                    } else if (chunks == 2) {
+                        held_vector(x, w, out, k, blocks, range, 2);
+                    } else if (chunks == 3) {
+                        held_vector(x, w, out, k, blocks, range, 3);
+                    } else {
+                        held_vector(x, w, out, k, blocks, range, 4);
+                    }
+                    x += pixel_step;
+                    out += channels;
                 }
+                line += row_step;
+            }
+        }
+    }
+}
+
+void helia_ops_conv2d_in_place_mve(const helia_conv_s8_args *args)
+{
+    if (args->input_c % 16 == 0 && args->input_c <= 64 && args->output_c % 4 == 0) {
+        conv2d_in_place_held(args);
+    } else {
+        conv2d_in_place_blocks(args);
+    }
+}
+
+/* A 1x1 CONV_2D of any depth: channel blocks outside (their rows and constants fixed), pixels inside. */
+static void conv2d_in_place_blocks(const helia_conv_s8_args *args)
+{
+    const size_t depth = (size_t)args->input_c;
+    const int32_t chunks = args->input_c / 16;
+    const int32_t tail = args->input_c % 16;
+    const mve_pred16_t last = vctp8q((uint32_t)tail);
+    const size_t pixel_step = (size_t)args->stride_w * depth;
+    const size_t row_step = (size_t)args->stride_h * (size_t)args->input_w * depth;
+    const size_t image = (size_t)args->input_h * (size_t)args->input_w * depth;
+    const int32_t channels = args->output_c;
+    const int32_t batches = args->batches;
+    const int32_t rows = args->output_h;
+    const int32_t columns = args->output_w;
+    const int32_t zero_point = args->output_zero_point;
+    const int32_t act_min = args->act_min;
+    const int32_t act_max = args->act_max;
+    const int8_t *input = args->input;
+    int8_t *output = args->output;
+    const int32x4_t zero = vdupq_n_s32(0);
+    int32_t c;
+    int32_t b;
+    /* Channel blocks outside (their rows and constants fixed), pixels inside. */
+    for (c = 0; c < channels; c += 4) {
+        const int32_t count = channels - c < 4 ? channels - c : 4;
+        const mve_pred16_t lanes = vctp32q((uint32_t)count);
+        /* A last block of fewer rows reads its first row again in the missing ones (never stored). */
+        const int8_t *w0 = args->filter + (size_t)c * depth;
+        const int8_t *w1 = count > 1 ? w0 + depth : w0;
+        const int8_t *w2 = count > 2 ? w1 + depth : w0;
+        const int8_t *w3 = count > 3 ? w2 + depth : w0;
+        const int32x4_t shift =
+            args->quant_count != 1 ? vldrwq_z_s32(args->shifts + c, lanes) : vdupq_n_s32(args->shifts[0]);
+        const int32x4_t multiplier =
+            args->quant_count != 1 ? vldrwq_z_s32(args->multipliers + c, lanes) : vdupq_n_s32(args->multipliers[0]);
+        const int32x4_t left = vmaxq_s32(shift, zero);
+        const int32x4_t right = vminq_s32(shift, zero);
+        int32x4_t offset = vmulq_n_s32(vldrwq_z_s32(args->weight_sums + c, lanes), -args->input_zero_point);
+        if (args->bias != NULL) {
+            offset = vaddq_s32(offset, vldrwq_z_s32(args->bias + c, lanes));
+        }
+        for (b = 0; b < batches; ++b) {
+            const int8_t *pixel = input + (size_t)b * image;
+            int8_t *out = output + (size_t)b * (size_t)rows * (size_t)columns * (size_t)channels + c;
+            if (count == 4) {
+                in_place_pixels(pixel, pixel_step, row_step, rows, columns, out, (size_t)channels, w0, w1, w2, w3,
+                                chunks, tail, last, offset, multiplier, left, right, zero_point, act_min, act_max, 1,
+                                lanes);
+            } else {
+                in_place_pixels(pixel, pixel_step, row_step, rows, columns, out, (size_t)channels, w0, w1, w2, w3,
+                                chunks, tail, last, offset, multiplier, left, right, zero_point, act_min, act_max, 0,
+                                lanes);
             }
         }
     }
@@ -323,79 +712,6 @@ void helia_ops_conv2d_im2col_mve(const helia_conv_s8_args *args)
             }
         }
     }
-}
-
-/* ---- four-lane requantization ------------------------------------------------------------------ */
-
-/* What four output channels need to requantize, computed once per block of channels: the shift split as the
- * rounding wants it (helia_fixed_mve.h). */
-typedef struct requant4 {
-    int32x4_t offset;     /* bias, less input_zero_point * weight sum (modulo 2^32) */
-    int32x4_t multiplier;
-    int32x4_t left;       /* double: max(shift, 0); single: shift + 1 */
-    int32x4_t right;      /* double: min(shift, 0); single: shift - 31 */
-} requant4;
-
-typedef struct output_range {
-    int32_t zero_point;
-    int32_t act_min;
-    int32_t act_max;
-} output_range;
-
-/* The lanes' values of per-channel `values` at channel + index[j]: contiguous channels (`interleave` 1) load
- * in one VLDRW, the even or the odd channels of eight (2, the depthwise body's widening multiplies) gather. */
-static inline int32x4_t channel_values(const int32_t *values, int32_t channel, uint32x4_t index, mve_pred16_t lanes,
-                                       int interleave)
-{
-    return interleave == 1 ? vldrwq_z_s32(values + channel, lanes)
-                           : vldrwq_gather_shifted_offset_z_s32(values + channel, index, lanes);
-}
-
-/* The constants of the channels channel + index[j], for the lanes j of `lanes`, loaded once per block and layer
- * (or per im2col pixel), outside the tap loops. */
-static inline requant4 requant_constants(const int32_t *bias, const int32_t *weight_sums, const int32_t *multipliers,
-                                         const int32_t *shifts, int32_t quant_count, int32_t input_zero_point,
-                                         int32_t channel, uint32x4_t index, mve_pred16_t lanes, int interleave,
-                                         int rounding)
-{
-    const int32x4_t zero = vdupq_n_s32(0);
-    requant4 r;
-    int32x4_t shift;
-    r.offset = bias != NULL ? channel_values(bias, channel, index, lanes, interleave) : zero;
-    r.offset = vmlaq_n_s32(r.offset, channel_values(weight_sums, channel, index, lanes, interleave), -input_zero_point);
-    if (quant_count == 1) {
-        r.multiplier = vdupq_n_s32(multipliers[0]);
-        shift = vdupq_n_s32(shifts[0]);
-    } else {
-        r.multiplier = channel_values(multipliers, channel, index, lanes, interleave);
-        shift = channel_values(shifts, channel, index, lanes, interleave);
-    }
-    if (rounding == ROUND_SINGLE) {
-        r.left = vaddq_n_s32(shift, 1);
-        r.right = vsubq_n_s32(shift, 31);
-    } else {
-        r.left = vmaxq_s32(shift, zero);
-        r.right = vminq_s32(shift, zero);
-    }
-    return r;
-}
-
-/* The four sums `acc` requantized and clamped. Always inlined with constant `rounding` and `wide` (single
- * rounding with every lane's shift below -1), so each call site compiles one rounding. */
-static inline __attribute__((always_inline)) int32x4_t requantize4(int32x4_t acc, const requant4 *r, int rounding,
-                                                                  int wide, output_range range)
-{
-    const int32x4_t value = vaddq_s32(acc, r->offset);
-    int32x4_t scaled;
-    if (rounding == ROUND_DOUBLE) {
-        scaled = helia_mbqm_double_split_x4(value, r->multiplier, r->left, r->right);
-    } else if (wide) {
-        scaled = helia_mbqm_single_wide_x4(value, r->multiplier, r->left);
-    } else {
-        scaled = helia_mbqm_single_split_x4(value, r->multiplier, r->left, r->right);
-    }
-    scaled = vaddq_n_s32(scaled, range.zero_point);
-    return vminq_s32(vmaxq_s32(scaled, vdupq_n_s32(range.act_min)), vdupq_n_s32(range.act_max));
 }
 
 /* ---- DEPTHWISE_CONV_2D (depth multiplier 1), across channels --------------------------------------- */

@@ -225,14 +225,16 @@ helia_status helia_lstm_s8_check(const helia_lstm_s8_args *args)
     return HELIA_STATUS_OK;
 }
 
+/* start + a . b; the products' sum is below 2^31 (count <= 65535), the bias is added wrapping as LiteRT's
+ * int32 add does. */
 static int32_t dot_s8(const int8_t *a, const int8_t *b, int32_t count, int32_t start)
 {
-    int32_t acc = start;
+    int32_t acc = 0;
     int32_t k;
     for (k = 0; k < count; ++k) {
         acc += (int32_t)a[k] * (int32_t)b[k];
     }
-    return acc;
+    return helia_wrapping_add_s32(start, acc);
 }
 
 static void one_step(const helia_lstm_s8_args *args, const int8_t *x, int8_t *h, int16_t *c, int16_t *gates,
@@ -282,7 +284,7 @@ static void one_step(const helia_lstm_s8_args *args, const int8_t *x, int8_t *h,
 
 helia_status helia_lstm_s8_run(const helia_lstm_s8_args *args)
 {
-    int16_t *gates = (int16_t *)(void *)args->scratch;
+    int16_t *gates = (int16_t *)args->scratch;
     int32_t b;
     int32_t t;
     for (b = 0; b < args->batches; ++b) {

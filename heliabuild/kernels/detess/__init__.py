@@ -13,7 +13,7 @@
     error = execute(plan, [tiled_bytes], [linear_bytes])              # None on success
 
 The C kernel (`heliabuild/kernels/c/detess.c`) is reached through
-`heliabuild.kernels.detess.native`. See docs/detess.md.
+`heliabuild.kernels.detess.c_kernel`. See docs/detess.md.
 """
 
 from heliabuild.kernels.detess.admission import Plan, check_inference

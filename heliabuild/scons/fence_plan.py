@@ -1,30 +1,16 @@
-"""The HeliaFencePlan builder: a cost-based fence plan from a model and Vela's estimate of it.
+"""The HeliaFencePlan builder: fences planned for a cycle budget from a model and Vela's estimate of it.
 
     env.HeliaFencePlan('x_fence_plan.json', ['x.tflite', 'unfenced/x_per-layer.csv'], HELIA_BUDGET_CYCLES=30000)
 
-Contract:
+Contract (docs/scons.md, "HeliaFencePlan" and "Cost planning"):
 
-- Sources: the unfenced `.tflite` model first, then Vela's per-layer CSV of
-  that very model (`<stem>_per-layer.csv`, the second target of HeliaVela).
-- Target: one fence-plan JSON (default `<model stem>_fence_plan.json` beside
-  the model), written by `heliabuild.planning.plan_fences` with
-  `heliabuild.files.write_json` in a `plan-fences` job of the build's
-  executor (heliabuild.scons.executor); it is bound to the model (its SHA-256,
-  operator count, and each fence's tensor name and opcode) and records the
-  budget and the coverage of Vela's estimate. HeliaFence takes it as its
-  second source.
-- `HELIA_BUDGET_CYCLES` (a positive int, required) and `HELIA_MIN_COVERAGE`
-  (default 1.0, a fraction of Vela's cycles that must be attributed to
-  operators) are in the action's varlist.
-- Rebuilds when the model or CSV content, an option, the action's code, or
-  the heliabuild / ai-edge-litert version or the recorded Vela version
-  `HELIA_VELA_VERSION` change: attributing Vela's rows to operators reads
-  Vela's own operator table, so this stage runs Vela's code too.
-- Prints `$HELIA_FENCEPLANCOMSTR` (default `heliabuild: plan-fences $TARGET`)
-  and, once planned, `heliabuild: plan-fences <target>: <n> fences, <n + 1> segments`.
-  A HeliaError (coverage below `HELIA_MIN_COVERAGE`, a fenced model, a CSV
-  that is not Vela's) stops the build with one `heliabuild: error: ...` line
-  and leaves no plan.
+- Sources: the unfenced `.tflite` model, then Vela's per-layer CSV of that very model.
+- Target: one fence plan (default `<model stem>_fence_plan.json` beside the model), written by
+  heliabuild.planning.plan_fences in a `plan-fences` job of the build's executor (heliabuild.scons.executor).
+- HELIA_BUDGET_CYCLES (a positive int, required) and HELIA_MIN_COVERAGE (0 to 1, default 1.0) are in the
+  varlist; HELIA_VELA_VERSION is a dependency too (attributing Vela's rows reads Vela's operator table).
+- Prints `$HELIA_FENCEPLANCOMSTR`, then `heliabuild: plan-fences <target>: <n> fences, <n + 1> segments`; a
+  HeliaError is one `heliabuild: error:` line and leaves no plan.
 """
 
 from __future__ import annotations
@@ -65,7 +51,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
+def fence_plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tuple[list[Node], list[Node]]:
     """Check the call (one target; the model, then the CSV; a budget) and add the tool-version dependencies."""
     if len(target) != 1:
         raise configuration_error(BUILDER_NAME, target, "give exactly one target, the fence plan")
@@ -92,7 +78,7 @@ def plan_emitter(target: list[Node], source: list[Node], env: Environment) -> tu
     return target, source
 
 
-def plan_action(target: list[Node], source: list[Node], env: Environment) -> int:
+def fence_plan_action(target: list[Node], source: list[Node], env: Environment) -> int:
     """Plan fences for `source[0]` from the CSV `source[1]` and write the plan to `target[0]`.
 
     Returns 0, or EXIT_BAD_INPUT after printing one `heliabuild: error:`
@@ -115,11 +101,11 @@ def plan_action(target: list[Node], source: list[Node], env: Environment) -> int
     return 0
 
 
-def plan_builder() -> Builder:
+def fence_plan_builder() -> Builder:
     """A new HeliaFencePlan builder (see the module docstring for its contract)."""
     return Builder(
-        action=stage_action(plan_action, COMSTR, [BUDGET_CYCLES, MIN_COVERAGE]),
-        emitter=plan_emitter,
+        action=stage_action(fence_plan_action, COMSTR, [BUDGET_CYCLES, MIN_COVERAGE]),
+        emitter=fence_plan_emitter,
         suffix=TARGET_SUFFIX,
         src_suffix=MODEL_SUFFIX,
     )
