@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from heliabuild.kernels.fixed_point import _wrap32, quantize_multiplier
 from heliabuild.kernels.int8 import (
     _I8,
     Int8KernelError,
@@ -32,8 +33,6 @@ from heliabuild.kernels.int8 import (
     Quant,
     _c_array,
     _pointer,
-    _wrap32,
-    quantize_multiplier,
 )
 
 GATE_SCALE = 2.0**-12

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from heliabuild.kernels.fixed_point import quantize_multiplier
 from heliabuild.kernels.int8 import (
     _I8,
     Int8KernelError,
@@ -26,7 +27,6 @@ from heliabuild.kernels.int8 import (
     _c_array,
     _pointer,
     activation_range,
-    quantize_multiplier,
 )
 
 _F32 = np.float32

@@ -4,7 +4,7 @@
  *
  * A real multiplier M > 0 is carried as (multiplier, shift) with
  * M = multiplier * 2^(shift - 31), multiplier in [2^30, 2^31 - 1] (or 0 for
- * M = 0) and shift in [-31, 30]; heliabuild.kernels.int8.quantize_multiplier
+ * M = 0) and shift in [-31, 30]; heliabuild.kernels.fixed_point.quantize_multiplier
  * derives them in Python. TFLite applies it to an int32 x
  * ("MultiplyByQuantizedMultiplier") in one of two ways, and LiteRT's
  * reference kernels use both (docs/kernels.md says which operator uses which):
