@@ -1,7 +1,8 @@
 """heliabuild's int16 kernels, the TFLite converter's 16x8 forms (int16 activations, zero point 0): parameters
 and bindings of ADD and MUL (`c/ops_int16.c`), FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D (int8 weights,
-int64 bias: `c/ops_int16_conv.c`), LOGISTIC, TANH and SOFTMAX with their tables (`c/ops_int16_lut.c`);
-docs/kernels.md, "int16 (16x8) kernels".
+int64 bias: `c/ops_int16_conv.c`), LOGISTIC, TANH and SOFTMAX with their tables (`c/ops_int16_lut.c`), QUANTIZE
+float32 -> int16 and DEQUANTIZE int16 -> float32 (`c/ops_int16_convert.c`); docs/kernels.md, "int16 (16x8)
+kernels".
 
 - `add_s16_params`: both inputs rescaled to 2 * max(scale) with 2^15 headroom, the output multiplier of
   2 * max / (2^15 * scale_out), as LiteRT's general-scale int16 ADD (pot_scale_int16 false) prepares;
@@ -270,6 +271,7 @@ _I8 = ctypes.POINTER(ctypes.c_int8)
 _I32 = ctypes.POINTER(ctypes.c_int32)
 _I64 = ctypes.POINTER(ctypes.c_int64)
 _U16 = ctypes.POINTER(ctypes.c_uint16)
+_F32 = ctypes.POINTER(ctypes.c_float)
 
 
 def _int32_fields(*names: str) -> list[tuple[str, type]]:
@@ -327,6 +329,8 @@ class Int16Kernels(Int8Kernels):
         "helia_logistic_s16": ([ctypes.POINTER(SigmoidS16Args)], ctypes.c_int),
         "helia_tanh_s16": ([ctypes.POINTER(SigmoidS16Args)], ctypes.c_int),
         "helia_softmax_s16": ([ctypes.POINTER(SoftmaxS16Args)], ctypes.c_int),
+        "helia_quantize_f32_s16": ([_F32, _I16, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
+        "helia_dequantize_s16_f32": ([_I16, _F32, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
     }
 
     def binary_s16(self, kind: str, params: BinaryParams, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
@@ -404,4 +408,20 @@ class Int16Kernels(Int8Kernels):
             params.input_shift, _pointer(exp_table, _I16), _pointer(reciprocal_table, _I16),
         )  # fmt: skip
         self._call("helia_softmax_s16", args, arrays=(x, exp_table, reciprocal_table, out))
+        return out
+
+    def quantize_s16(self, input: np.ndarray, quant: Quant) -> np.ndarray:
+        """QUANTIZE float32 -> int16."""
+        x = _c_array(input, "float32")
+        out = np.zeros(x.shape, np.int16)
+        arguments = (_pointer(x, _F32), _pointer(out, _I16), x.size, ctypes.c_float(quant.scale), quant.zero_point)
+        self._call("helia_quantize_f32_s16", *arguments, arrays=(x, out))
+        return out
+
+    def dequantize_s16(self, input: np.ndarray, quant: Quant) -> np.ndarray:
+        """DEQUANTIZE int16 -> float32."""
+        x = _c_array(input, "int16")
+        out = np.zeros(x.shape, np.float32)
+        arguments = (_pointer(x, _I16), _pointer(out, _F32), x.size, ctypes.c_float(quant.scale), quant.zero_point)
+        self._call("helia_dequantize_s16_f32", *arguments, arrays=(x, out))
         return out
