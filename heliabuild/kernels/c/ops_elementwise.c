@@ -276,28 +276,6 @@ static helia_status convert_check(const void *input, size_t input_bytes, const v
     return HELIA_STATUS_OK;
 }
 
-/* round(x), ties away from zero, saturated to [-2^31, 2^31 - 1]; NaN gives INT32_MIN. */
-static int32_t round_half_away_s32(float x)
-{
-    int32_t whole;
-    float fraction;
-    if (!(x > -2147483648.0f)) { /* also NaN */
-        return INT32_MIN;
-    }
-    if (x >= 2147483648.0f) {
-        return INT32_MAX;
-    }
-    whole = (int32_t)x;           /* truncation toward zero */
-    fraction = x - (float)whole;  /* exact: x and its integer part share an exponent range */
-    if (fraction >= 0.5f) {
-        return whole + 1;
-    }
-    if (fraction <= -0.5f) {
-        return whole - 1;
-    }
-    return whole;
-}
-
 helia_status helia_quantize_f32_s8_check(const float *input, int8_t *output, int32_t count, float scale,
                                          int32_t zero_point)
 {
@@ -310,7 +288,7 @@ helia_status helia_quantize_f32_s8_run(const float *input, int8_t *output, int32
 {
     int32_t i;
     for (i = 0; i < count; ++i) {
-        const int32_t q = round_half_away_s32(input[i] / scale);
+        const int32_t q = helia_ops_round_half_away_s32(input[i] / scale);
         /* Saturate before adding the zero point, so the sum cannot overflow. */
         const int32_t bounded = q < -256 ? -256 : (q > 256 ? 256 : q);
         output[i] = helia_clamp_s8(bounded + zero_point, -128, 127);
