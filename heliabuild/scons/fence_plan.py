@@ -16,6 +16,7 @@ Contract (docs/scons.md, "HeliaFencePlan" and "Cost planning"):
 from __future__ import annotations
 
 import json
+import sys
 
 from SCons.Builder import Builder
 from SCons.Environment import Base as Environment
@@ -97,7 +98,8 @@ def fence_plan_action(target: list[Node], source: list[Node], env: Environment) 
         return failed(error, target)
     fences = len(json.loads(written)["fences"])
     clear_status()
-    print(f"{STAGE_PREFIX}{node_path(target[0])}: {fences} fences, {fences + 1} segments", flush=True)
+    sys.stdout.write(f"{STAGE_PREFIX}{node_path(target[0])}: {fences} fences, {fences + 1} segments\n")
+    sys.stdout.flush()
     return 0
 
 

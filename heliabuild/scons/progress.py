@@ -123,7 +123,10 @@ class _Counted:
                     stream = sys.stderr if status else sys.stdout
                     # after Ctrl-C a terminal has echoed ^C where the cursor was: start the line afresh
                     erase = CLEAR if status and stream.isatty() else ""
-                    print(f"{erase}{line}: {ending}", file=stream, flush=True)
+                    # one write per line: print() writes the end of line apart, and at -j2 another job's
+                    # line could land between the two
+                    stream.write(f"{erase}{line}: {ending}\n")
+                    stream.flush()
             return status
         finally:
             _current.number = None
