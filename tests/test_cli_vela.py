@@ -27,7 +27,7 @@ from heliabuild.schema_files import validate
 from heliabuild.synth import chain_network
 from heliabuild.vela import DEFAULT_ACCELERATOR, compile, output_names
 from heliabuild.vela.default_config import explained
-from heliabuild.vela.run import OPTIMISE_CHOICES
+from heliabuild.vela.options import OPTIMISE_CHOICES
 
 WARNING = "heliabuild: vela warning: "
 HEADER = "Original Operator,NNG Operator,Target,Op Cycles,NPU,SRAM AC,DRAM AC,OnFlash AC,OffFlash AC,MAC Count,Name"

@@ -14,6 +14,7 @@ import pytest
 from conftest import require_firmware_tools
 from helpers.int16_models import (
     conv_s16_model,
+    conversion_s16_model,
     fully_connected_s16_model,
     int16_chain_model,
     softmax_s16_model,
@@ -73,6 +74,20 @@ def test_int16_operators_are_bit_exact_on_qemu(
     _assert_matches_reference(path, built, _run(built))
 
 
+@pytest.mark.parametrize("kind", ["quantize", "dequantize"])
+def test_the_int16_conversions_are_bit_exact_on_qemu(firmware_library: Path, tmp_path: Path, kind: str) -> None:
+    """QUANTIZE's float input is filled with finite values (random bytes would hold NaNs, whose rounding
+    LiteRT leaves to the platform)."""
+    require_firmware_tools()
+    path = tmp_path / f"{kind}.tflite"
+    save_model(conversion_s16_model(kind, (3, 50), Quant(2e-4, 0)), path)
+    rng = np.random.default_rng(9)
+    values = (rng.standard_normal((3, 50)) * 4.0).astype(np.float32)
+    fills = [values.tobytes()] if kind == "quantize" else None
+    built = _build(firmware_library, path, tmp_path / "fw", seed=9, fills=fills)
+    _assert_matches_reference(path, built, _run(built))
+
+
 @pytest.mark.parametrize("fences", [[], [1, 4]], ids=["unfenced", "fenced"])
 def test_an_int16_network_is_bit_exact_on_qemu(firmware_library: Path, tmp_path: Path, fences: list[int]) -> None:
     """Fenced after the TANH and after the RESHAPE: each segment's outputs cross the fence as int16."""
@@ -98,6 +113,13 @@ def test_int16_forms_no_kernel_takes_are_refused_with_the_reason(tmp_path: Path)
     assert "int16 fully connected: the output multiplier" in _refusal(tmp_path / "fc", wide)
 
 
+def test_an_int16_conversion_with_a_zero_point_is_refused(tmp_path: Path) -> None:
+    message = _refusal(tmp_path, conversion_s16_model("quantize", (2, 3), Quant(1e-3, 4)))
+    assert re.search(
+        r"refused forms: QUANTIZE \(op 0 '[^']*': int16 zero point 4 is not 0 \(the 16x8 form\)\)", message
+    )
+
+
 def test_the_refusal_hint_lists_the_int16_forms(tmp_path: Path) -> None:
     path = tmp_path / "logistic.tflite"
     save_model(unary_s16_model("LOGISTIC", (2, 3), Quant(1e-3, 0), Quant(1.0 / 16384.0, 0)), path)
@@ -110,3 +132,5 @@ def test_the_refusal_hint_lists_the_int16_forms(tmp_path: Path) -> None:
     assert listed is not None, hint
     expected = {"ADD", "MUL", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "LOGISTIC", "TANH", "SOFTMAX"}
     assert set(listed.group(1).split(", ")) == expected
+    assert "float32 or int8 to int8, float32 to int16: QUANTIZE" in hint
+    assert "int8 or int16 to float32: DEQUANTIZE" in hint

@@ -142,7 +142,7 @@ def test_the_hint_lists_exactly_the_admission_tables_types_with_their_forms() ->
     assert sorted(listed) == sorted(forms)
     # Each type is listed once, under the forms its kernels take.
     assert "float32 and float16: DIV, NEG;" in hint and "int8, float32 and float16: SQUARED_DIFFERENCE" in hint
-    assert "float32 or int8 to int8: QUANTIZE" in hint
+    assert "float32 or int8 to int8, float32 to int16: QUANTIZE" in hint
 
 
 REFUSAL = st.builds(

@@ -71,3 +71,15 @@ def test_int16_refusals_carry_the_status(kernels: Int16Kernels) -> None:
         with pytest.raises(Int8KernelError) as refused:
             kernels.binary_s16("add", replace(params, **change), a, b)
         assert refused.value.status == Status.BAD_PARAMETER
+
+
+def test_int16_mul_takes_litert_float32_multiplier(kernels: Int16Kernels) -> None:
+    """The case Hypothesis found: with the double quotient s1 * s2 / s_out the multiplier was 82 units low and one
+    product of -582593128 (-10029.4997 real) rounded to -10029, LiteRT -10030."""
+    q1, q2, qo = Quant(0.006077124909495156, 0), Quant(1e-05, 0), Quant(0.0035300773153078666, 0)
+    rng = np.random.default_rng(3)
+    a = rng.integers(-32768, 32768, (3, 5, 4), dtype=np.int16)
+    b = rng.integers(-32768, 32768, (3, 1, 4), dtype=np.int16)
+    expected = run_reference(binary_s16_model("mul", a.shape, b.shape, q1, q2, qo), [a, b])
+    assert kernels.binary_s16("mul", mul_s16_params(q1, q2, qo), a, b).tobytes() == expected.tobytes()
+    assert mul_s16_params(q1, q2, qo).output_multiplier == 1211417216

@@ -1,7 +1,8 @@
-"""The int16 kernels (ops_int16_conv.c, ops_int16_lut.c) under AddressSanitizer and UBSan: the seeded cases of
-tests/test_kernels_int16_m55.py (buffers of exactly the tensors' sizes) and the extremes (every int16 code at
-the largest input multiplier, accumulators near 2^47, a 65536-wide SOFTMAX row) through a sanitized build and
-the regular host build, byte for byte alike, with no report."""
+"""The int16 kernels (ops_int16_conv.c, ops_int16_lut.c, ops_int16_convert.c) under AddressSanitizer and UBSan:
+the seeded cases of tests/test_kernels_int16_m55.py (buffers of exactly the tensors' sizes) and the extremes
+(every int16 code at the largest input multiplier, accumulators near 2^47, a 65536-wide SOFTMAX row, NaN and
+infinities through QUANTIZE) through a sanitized build and the regular host build, byte for byte alike, with no
+report."""
 
 from __future__ import annotations
 
@@ -56,10 +57,13 @@ both(lambda k: k.conv_s16(conv, image, filters, np.array([2**46, -(2**46)], np.i
 softmax = int16.softmax_s16_params(Quant(2e-3, 0), int16.SIGMOID_OUTPUT)
 for row in (np.zeros((1, 65536), np.int16), np.tile(codes, (1, 1))):
     both(lambda k: k.softmax_s16(softmax, row))
+special = np.array([np.nan, np.inf, -np.inf, 3.4e38, -3.4e38, 0.5, -0.5, 1.5e-3], np.float32)
+both(lambda k: k.quantize_s16(special, Quant(1e-3, 0)))
+both(lambda k: k.dequantize_s16(codes, Quant(3.0e38, 0)))
 print("sanitized cases:", count)
 """
 
 
 def test_int16_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
     run = run_sanitized(tmp_path, DRIVER)
-    assert f"sanitized cases: {len(CASES) * 40 + 8 + 4 + 1 + 2}" in run.stdout
+    assert f"sanitized cases: {len(CASES) * 40 + 8 + 4 + 1 + 2 + 2}" in run.stdout

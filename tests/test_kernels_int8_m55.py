@@ -193,6 +193,29 @@ def _same_extents(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.nda
     return expected
 
 
+def _broadcast_rows(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
+    """Broadcasting over long innermost rows (channels up to 40): the MVE body's rows, each input advancing
+    along a row or repeating one element, either input broadcast."""
+    shape = (int(rng.integers(1, 4)), int(rng.integers(1, 5)), _extent(rng, 5, 40))
+    other = tuple(1 if rng.integers(2) else d for d in shape)[int(rng.integers(3)) :]
+    a, b = _codes(rng, shape), _codes(rng, other)
+    if rng.integers(2):
+        a, b = b, a
+    q1, q2, qo, act = _quant(rng), _quant(rng), _quant(rng, 1e-3, 1.0), _activation(rng)
+    params = (int8.add_params if kind == "add" else int8.mul_params)(q1, q2, qo, act)
+    expected = run_reference(binary_model(kind, a.shape, b.shape, q1, q2, qo, act), [a, b])
+    k.binary(kind, params, a, b)
+    return expected
+
+
+def case_add_broadcast_rows(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _broadcast_rows(k, rng, "add")
+
+
+def case_mul_broadcast_rows(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _broadcast_rows(k, rng, "mul")
+
+
 def case_add_same_extents(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     return _same_extents(k, rng, "add")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+from conftest import FirmwareLibrary
 from helpers.int8_math_models import (
     batch_matmul_model,
     binary_s16_model,
@@ -114,9 +115,9 @@ def case_log_softmax(k: Kernels, rng: np.random.Generator) -> np.ndarray:
     return expected
 
 
-def case_batch_matmul(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+def _batch_matmul(k: Kernels, rng: np.random.Generator, high: int) -> np.ndarray:
     batch = tuple(int(v) for v in rng.integers(1, 3, size=int(rng.integers(0, 3))))
-    rows, depth, cols = (int(v) for v in rng.integers(1, 9, size=3))
+    rows, depth, cols = (int(v) for v in rng.integers(1, high, size=3))
     adj_x, adj_y = bool(rng.integers(2)), bool(rng.integers(2))
     lhs_shape = (*batch, *((depth, rows) if adj_x else (rows, depth)))
     rhs_shape = (*tuple(1 if rng.integers(2) else d for d in batch), *((cols, depth) if adj_y else (depth, cols)))
@@ -129,11 +130,21 @@ def case_batch_matmul(k: Kernels, rng: np.random.Generator) -> np.ndarray:
     return expected
 
 
-def case_transpose_conv(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+def case_batch_matmul(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _batch_matmul(k, rng, 9)
+
+
+def case_batch_matmul_wide(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+    """Up to 24 columns and depth: the MVE body's whole four-column vectors and their tails."""
+    return _batch_matmul(k, rng, 25)
+
+
+def _transpose_conv(k: Kernels, rng: np.random.Generator, channels: int) -> np.ndarray:
     kernel = tuple(int(v) for v in rng.integers(1, 4, size=2))
     stride = tuple(int(v) for v in rng.integers(1, 3, size=2))
     padding = str(rng.choice(["SAME", "VALID"]))
-    n, h, w, c, oc = (int(v) for v in rng.integers(1, 5, size=5))
+    n, h, w, oc = (int(v) for v in rng.integers(1, 5, size=4))
+    c = channels
     hw = [
         size * s if padding == "SAME" else (size - 1) * s + kk
         for size, s, kk in zip((h, w), stride, kernel, strict=True)
@@ -153,6 +164,15 @@ def case_transpose_conv(k: Kernels, rng: np.random.Generator) -> np.ndarray:
     expected = run_reference(model, [x])
     k.transpose_conv(params, x, weights, bias)
     return expected
+
+
+def case_transpose_conv(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+    return _transpose_conv(k, rng, int(rng.integers(1, 5)))
+
+
+def case_transpose_conv_wide(k: Kernels, rng: np.random.Generator) -> np.ndarray:
+    """Up to 40 input channels: the MVE dot product's whole 16-byte vectors and their tails."""
+    return _transpose_conv(k, rng, int(rng.integers(5, 41)))
 
 
 def _resize(kind: str) -> Case:
@@ -195,7 +215,9 @@ CASES: dict[str, Case] = {
     "l2_normalization": case_l2_normalization,
     "log_softmax": case_log_softmax,
     "batch_matmul": case_batch_matmul,
+    "batch_matmul_wide": case_batch_matmul_wide,
     "transpose_conv": case_transpose_conv,
+    "transpose_conv_wide": case_transpose_conv_wide,
     "resize_nearest": _resize("nearest"),
     "resize_bilinear": _resize("bilinear"),
     "add_s16": _binary_s16("add"),
@@ -204,7 +226,8 @@ CASES: dict[str, Case] = {
 
 
 def test_every_math_kernel_is_bit_exact_on_the_cortex_m55(
-    tmp_path: Path, host_kernel_library: Path, firmware_library: Path
+    tmp_path: Path, host_kernel_library: Path, firmware_build: FirmwareLibrary
 ) -> None:
+    """From the MVE library (the Helium bodies) and from the +nomve one (the portable bodies)."""
     kernels = Kernels(load_host_library(host_kernel_library))
-    replay_on_cortex_m55(kernels, CASES, MathEmitter(), tmp_path, firmware_library, 20261202)
+    replay_on_cortex_m55(kernels, CASES, MathEmitter(), tmp_path, firmware_build.path, 20261202, mve=firmware_build.mve)

@@ -1,7 +1,8 @@
-"""The Helium (MVE) bodies are in the firmware and exact: the conv, depthwise, fully connected, ADD/MUL and pool
-objects of the MVE library hold MVE instructions (arm-none-eabi-objdump -d -marmv8.1-m.main), the +nomve library
-none, float code none in either (MVE lanes flush subnormals), and the four-lane requantization (helia_fixed_mve.h)
-gives the scalar helia_fixed.h result for every rounding on QEMU's Cortex-M55."""
+"""The Helium (MVE) bodies are in the firmware and exact: the conv, depthwise, fully connected, ADD/MUL, pool,
+BATCH_MATMUL and TRANSPOSE_CONV objects of the MVE library hold MVE instructions (arm-none-eabi-objdump -d
+-marmv8.1-m.main), the +nomve library none, float code none in either (MVE lanes flush subnormals), and the
+four-lane requantization (helia_fixed_mve.h) gives the scalar helia_fixed.h result for every rounding on QEMU's
+Cortex-M55."""
 
 from __future__ import annotations
 
@@ -65,6 +66,8 @@ def test_conv_depthwise_and_fully_connected_bodies_hold_mve_instructions(firmwar
     assert {"vqrdmulh.s32", "vrshl.s32", "vldrbt.s32"} <= _mnemonics(_disassemble(objects / "ops_elementwise.o"))
     # MAX_POOL_2D across int8 lanes; AVERAGE_POOL_2D's int16 sums and its division as a high multiply.
     assert {"vmax.s8", "vldrbt.s16", "vmovlb.s16", "vmulh.u32"} <= _mnemonics(_disassemble(objects / "ops_pool.o"))
+    # BATCH_MATMUL's four columns (VMLA by the lhs element) and TRANSPOSE_CONV's folded dot product.
+    assert {"vmla.s32", "vqrdmulh.s32", "vmlava.s8", "vaddva.s8"} <= _mnemonics(_disassemble(objects / "ops_matmul.o"))
     # The run entries of ops_conv.o call them.
     calls = _disassemble(objects / "ops_conv.o")
     for name in expected:

@@ -307,3 +307,25 @@ def test_show_format_json_is_what_the_tables_show_as_data(cli, tmp_path: Path) -
     assert plotted.err == f"heliabuild: plot {tmp_path / 'p.svg'}\n"
     refused = cli("show", bundle, "--format", "xml")
     assert refused.code == 2 and refused.out == "" and "invalid choice: 'xml'" in refused.err
+
+
+def test_a_bundle_with_nothing_to_plot_is_refused_and_shown(cli, tmp_path: Path) -> None:
+    """A build_only bundle of a runner without Vela's segments: no estimate, no sample, so no panel at all."""
+    require_module("matplotlib", "the plot extra: pip install heliabuild[plot]")
+    write_bundle(
+        tmp_path / "built",
+        runner_info={"sha256": "c" * 64, "format": 2},
+        run_identity={"runner_sha256": "c" * 64, "model_sha256": MODEL_A, "backend": "litert", "policy": {}},
+        receipt=None,
+        samples=[],
+        output_bytes=[],
+        segments=[],
+        provider_versions={"ai-edge-litert": "1.2.0", "heliabuild": "0.1.0"},
+        created_at=None,
+        stage="build_only",
+    )
+    shown = cli("show", tmp_path / "built")
+    assert shown.code == 0 and "  (the run stage did not execute)" in shown.out
+    refused = cli("show", tmp_path / "built", "--plot", tmp_path / "p.svg")
+    assert_one_line_error(refused, "p.svg: nothing to plot: the bundle has no Vela estimate and no measured figure")
+    assert_not_written(tmp_path / "p.svg")

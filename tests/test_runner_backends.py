@@ -49,13 +49,14 @@ def test_every_row_names_a_module_implementing_the_backend_interface(row: backen
 
 
 def test_the_cli_scons_policy_and_schema_offer_the_registrys_backends() -> None:
+    from heliabuild import doctor
     from heliabuild.runner.policy import BACKEND_NAMES
     from heliabuild.scons import checks, sweep
     from heliabuild.scons import fvp as scons_fvp
 
     assert BACKENDS == ("litert", "qemu-m55", "fvp") == freeze.BACKENDS
     assert _choices("runner", "--backend") == BACKENDS == _choices("fence", "--backend")
-    assert checks.BACKENDS == BACKENDS == sweep.BACKENDS
+    assert checks.BACKENDS == BACKENDS == sweep.BACKENDS == doctor.BACKENDS
     assert set(BACKEND_NAMES) == {*BACKENDS, "qemu"}  # `qemu` is reserved too, for qemu-m55
     assert tuple(json.loads(SCHEMA.read_text())["properties"]["backend"]["enum"]) == BACKENDS
     assert _choices("runner", "--fvp-firmware") == FVP_FIRMWARES == scons_fvp.FVP_FIRMWARES

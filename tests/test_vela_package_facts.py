@@ -28,7 +28,7 @@ def test_operator_names_read_from_the_package_are_velas_own_for_every_builtin() 
 
 def test_checking_options_and_naming_operators_import_no_vela_module() -> None:
     code = (
-        "import sys; from heliabuild.vela.run import VelaOptions, accelerators; "
+        "import sys; from heliabuild.vela.options import VelaOptions, accelerators; "
         "from heliabuild.vela.attribution import _vela_operator_name; "
         "VelaOptions(accelerator='ethos-u85-256').check('m.tflite'); "
         "assert _vela_operator_name(0) == 'Add'; "

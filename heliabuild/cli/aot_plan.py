@@ -11,11 +11,12 @@ from pathlib import Path
 from heliabuild.cli.arguments import named
 from heliabuild.errors import HeliaError
 from heliabuild.paths import check_outputs
+from heliabuild.targets import table
 
 # heliabuild.scons.aot.DEFAULT_PLATFORM, spelled out so that building the parser does not import the AOT
 # stage (tests check they agree).
 AOT_DEFAULT_PLATFORM = "corstone300_ethos_u55"  # heliabuild.aot.shipped.DEFAULT_PLATFORM
-QEMU_PLATFORM = "mps3_an547"  # heliabuild.runner.backends.qemu_m55.TARGET, the qemu-m55 backend's platform
+QEMU_PLATFORM = table().qemu_machine().name  # the qemu-m55 backend's platform (qemu_m55.TARGET too)
 
 
 def add_command(commands: argparse._SubParsersAction) -> None:

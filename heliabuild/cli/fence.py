@@ -7,6 +7,7 @@ from pathlib import Path
 
 from heliabuild.cli.arguments import positions
 from heliabuild.paths import check_outputs
+from heliabuild.runner.backends import BACKENDS
 
 
 def add_command(commands: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def add_command(commands: argparse._SubParsersAction) -> None:
     where.add_argument("--plan", type=Path, help="a fence-plan JSON bound to the model")
     fence.add_argument(
         "--backend",
-        choices=("litert", "qemu-m55", "fvp"),
+        choices=BACKENDS,
         help="the backend the fenced model is for: with qemu-m55, a model its module generator refuses is "
         "refused before anything is written",
     )

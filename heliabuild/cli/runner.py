@@ -8,6 +8,7 @@ from pathlib import Path
 
 from heliabuild.cli.arguments import named
 from heliabuild.paths import check_outputs
+from heliabuild.runner.backends import BACKENDS, FVP_FIRMWARES
 
 
 def add_command(commands: argparse._SubParsersAction) -> None:
@@ -22,7 +23,7 @@ def add_command(commands: argparse._SubParsersAction) -> None:
     runner.add_argument("--policy", type=Path, metavar="FILE", help="a YAML/JSON measurement policy (default: none)")
     runner.add_argument(
         "--backend",
-        choices=("litert", "qemu-m55", "fvp"),
+        choices=BACKENDS,
         default="litert",
         help="litert: the host (default); qemu-m55: heliabuild's AOT firmware on QEMU's Cortex-M55 "
         "(needs --aot-plan made for mps3_an547 from MODEL); fvp: Vela's model on an Arm Corstone FVP "
@@ -39,8 +40,8 @@ def add_command(commands: argparse._SubParsersAction) -> None:
     )
     runner.add_argument(
         "--fvp-firmware",
-        choices=("prebuilt", "aot"),
-        default="prebuilt",
+        choices=FVP_FIRMWARES,
+        default=FVP_FIRMWARES[0],
         help="fvp: Arm's prebuilt runner from mlia-ethos-u, one job per segment (default), or heliabuild's AOT "
         "firmware of Vela's model and --aot-plan with the Ethos-U driver, the whole lifecycle in one job",
     )

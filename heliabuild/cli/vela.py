@@ -14,7 +14,7 @@ def add_command(commands: argparse._SubParsersAction) -> None:
         "vela",
         help="compile a model with Vela and estimate each fence segment",
         epilog="Arguments after -- go to Vela as they are (heliabuild vela M -o OUT -- --arena-cache-size 1000), "
-        "except the options heliabuild sets itself (heliabuild.vela.run.OWN_OPTIONS).",
+        "except the options heliabuild sets itself (heliabuild.vela.options.OWN_OPTIONS).",
     )
     vela.add_argument("model", type=Path, help="the .tflite model, fenced or not")
     vela.add_argument("-o", "--output", type=Path, required=True, metavar="OUTDIR", help="the folder to write into")

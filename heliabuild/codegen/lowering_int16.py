@@ -1,12 +1,13 @@
 """Lowering of the TFLite converter's int16 (16x8) forms beyond ADD and MUL: FULLY_CONNECTED, CONV_2D and
 DEPTHWISE_CONV_2D (int16 activations with zero point 0, int8 symmetric weights, int64 bias) to
 `c/ops_int16_conv.c`, and LOGISTIC, TANH and SOFTMAX (int16, output scale 2^-15) to `c/ops_int16_lut.c`, their
-tables emitted beside the call. The parameters are heliabuild.kernels.int16's, the derivation its bit-exactness
+tables emitted beside the call, and the boundary QUANTIZE float32 -> int16 and DEQUANTIZE int16 -> float32 to
+`c/ops_int16_convert.c`. The parameters are heliabuild.kernels.int16's, the derivation its bit-exactness
 tests use against LiteRT.
 
 `INT16_LOWERINGS` replaces the base table's entry of each of these types by one that takes the int16 form
-here and hands every other form to the base lowering; `INT16_FORMS` states the forms. Both are joined to the
-base table by heliabuild.codegen.module.kernel_tables.
+here and hands every other form to the base lowering (QUANTIZE's int8 form to heliabuild.codegen.lowering_data's);
+`INT16_FORMS` states the forms. Both are joined to the base table by heliabuild.codegen.module.kernel_tables.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from heliabuild.aot.facts import OperatorFacts, TensorFacts
 from heliabuild.codegen.calls import Field, IntArray, KernelCall, Lowering, TensorRef
 from heliabuild.codegen.lowering import _LOWERINGS
 from heliabuild.codegen.lowering_conv import _filter_scales, _multiplier_fields
+from heliabuild.codegen.lowering_data import DATA_FORMS, DATA_LOWERINGS
 from heliabuild.codegen.operands import _activation, _constant, _dtype, _need, _quant
 from heliabuild.kernels import int16
 from heliabuild.model.io import Model
@@ -182,13 +184,39 @@ def _softmax_s16(op: OperatorFacts) -> KernelCall:
     )
 
 
-def _int16_or_base(op_type: str, lower_int16: Lowering) -> Lowering:
-    """The int16 form to `lower_int16`, every other form to the base table's lowering of `op_type`."""
-    base = _LOWERINGS[op_type]
+def _conversion_s16(op: OperatorFacts) -> KernelCall:
+    """QUANTIZE float32 -> int16 or DEQUANTIZE int16 -> float32, zero point 0 (LiteRT refuses any other for an
+    int16 DEQUANTIZE; the 16x8 form has none)."""
+    quantize = op.op_type == "QUANTIZE"
+    data = _dtype(op.input(0), "float32" if quantize else _INT16, "input")
+    output = _dtype(op.output, _INT16 if quantize else "float32", "output")
+    quant = _quant(output, "output") if quantize else _quant(data, "input")
+    _need(quant.zero_point == 0, f"int16 zero point {quant.zero_point} is not 0 (the 16x8 form)")
+    _need(tuple(data.shape) == tuple(output.shape), f"{op.op_type} input and output shapes differ")
+    return KernelCall.of(
+        op,
+        "helia_quantize_f32_s16" if quantize else "helia_dequantize_s16_f32",
+        None,
+        fields=(
+            ("input", TensorRef(data.index)),
+            ("output", TensorRef(output.index)),
+            ("count", data.element_count),
+            ("scale", quant.scale),
+            ("zero_point", quant.zero_point),
+        ),
+        reads=(data.index,),
+        writes=(output.index,),
+    )
+
+
+def _int16_or_base(op_type: str, lower_int16: Lowering, base: Lowering | None = None, side: str = "input") -> Lowering:
+    """The int16 form (its first input, or with `side` 'output' its output, int16) to `lower_int16`, every other
+    form to `base` (default: the base table's lowering of `op_type`)."""
+    other = base or _LOWERINGS[op_type]
 
     def lower(op: OperatorFacts, model: Model) -> KernelCall:
-        first = op.input(0)
-        return (lower_int16 if first is not None and first.dtype == _INT16 else base)(op, model)
+        tensor = op.input(0) if side == "input" else op.output
+        return (lower_int16 if tensor is not None and tensor.dtype == _INT16 else other)(op, model)
 
     return lower
 
@@ -199,6 +227,14 @@ INT16_LOWERINGS: dict[str, Lowering] = {
     "DEPTHWISE_CONV_2D": _int16_or_base("DEPTHWISE_CONV_2D", lambda op, _: _conv_s16(op, depthwise=True)),
     **{name: _int16_or_base(name, lambda op, _: _sigmoid_s16(op)) for name in ("LOGISTIC", "TANH")},
     "SOFTMAX": _int16_or_base("SOFTMAX", lambda op, _: _softmax_s16(op)),
+    "QUANTIZE": _int16_or_base(
+        "QUANTIZE", lambda op, _: _conversion_s16(op), base=DATA_LOWERINGS["QUANTIZE"], side="output"
+    ),
+    "DEQUANTIZE": _int16_or_base("DEQUANTIZE", lambda op, _: _conversion_s16(op)),
 }
-INT16_FORMS: dict[str, str] = dict.fromkeys(INT16_LOWERINGS, "int8 and int16 (16x8)")
+INT16_FORMS: dict[str, str] = {
+    **{name: "int8 and int16 (16x8)" for name in INT16_LOWERINGS if name not in ("QUANTIZE", "DEQUANTIZE")},
+    "QUANTIZE": f"{DATA_FORMS['QUANTIZE']}, float32 to int16",
+    "DEQUANTIZE": "int8 or int16 to float32",
+}
 """The forms of INT16_LOWERINGS' types, base forms included (a test keeps the keys equal)."""

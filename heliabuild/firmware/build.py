@@ -94,6 +94,8 @@ TARGETS = {name: FirmwareTarget.of(machine) for name, machine in table().machine
 """Firmware targets by name (the machine they run on), from the target table: `data_bytes` is what the stack and
 the harness's own data leave of DTCM. `corstone300` is the Corstone-300 FVPs' map (secure aliases;
 docs/firmware.md)."""
+QEMU_TARGET = table().qemu_machine().name
+"""The firmware target QEMU runs (the default of build_library and link_firmware)."""
 
 
 def target(name: str) -> FirmwareTarget:
@@ -177,7 +179,7 @@ def library_folder(name: str, mve: bool = True) -> str:
     return name if mve else f"{name}-nomve"
 
 
-def build_library(build_dir: str | os.PathLike[str], name: str = "mps3_an547", *, mve: bool = True) -> Path:
+def build_library(build_dir: str | os.PathLike[str], name: str = QEMU_TARGET, *, mve: bool = True) -> Path:
     """The firmware library of target `name` in `build_dir` (module docstring); its path. Without `mve` the
     library is compiled for `-mcpu=cortex-m55+nomve` (link it with `link_firmware(..., mve=False)`)."""
     folder = Path(build_dir).resolve() / library_folder(name, mve)
@@ -214,7 +216,7 @@ def link_firmware(
     sources: Sequence[str | os.PathLike[str]],
     extra_include_dirs: Sequence[str | os.PathLike[str]],
     output: str | os.PathLike[str],
-    name: str = "mps3_an547",
+    name: str = QEMU_TARGET,
     *,
     driver: EthosuDriver | None = None,
     mve: bool = True,

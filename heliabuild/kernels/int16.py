@@ -1,11 +1,12 @@
 """heliabuild's int16 kernels, the TFLite converter's 16x8 forms (int16 activations, zero point 0): parameters
 and bindings of ADD and MUL (`c/ops_int16.c`), FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D (int8 weights,
-int64 bias: `c/ops_int16_conv.c`), LOGISTIC, TANH and SOFTMAX with their tables (`c/ops_int16_lut.c`);
-docs/kernels.md, "int16 (16x8) kernels".
+int64 bias: `c/ops_int16_conv.c`), LOGISTIC, TANH and SOFTMAX with their tables (`c/ops_int16_lut.c`), QUANTIZE
+float32 -> int16 and DEQUANTIZE int16 -> float32 (`c/ops_int16_convert.c`); docs/kernels.md, "int16 (16x8)
+kernels".
 
 - `add_s16_params`: both inputs rescaled to 2 * max(scale) with 2^15 headroom, the output multiplier of
   2 * max / (2^15 * scale_out), as LiteRT's general-scale int16 ADD (pot_scale_int16 false) prepares;
-- `mul_s16_params`: one multiplier, scale_1 * scale_2 / scale_out;
+- `mul_s16_params`: one multiplier, scale_1 * scale_2 / scale_out in float32, as LiteRT's MUL computes it;
 
 both `heliabuild.kernels.int8.BinaryParams` (zero points 0, int16 activation bounds).
 
@@ -34,13 +35,13 @@ from heliabuild.kernels.int8 import (
     Quant,
     _c_array,
     _dims,
-    _multipliers,
     _pointer,
     activation_range,
     add_params,
     conv_params,
     mul_params,
 )
+from heliabuild.kernels.int8_params import _multipliers
 
 ADD_S16_LEFT_SHIFT = 15
 INT16_RANGE = (-32768, 32767)
@@ -58,8 +59,14 @@ def add_s16_params(input1: Quant, input2: Quant, output: Quant, activation: str 
 
 
 def mul_s16_params(input1: Quant, input2: Quant, output: Quant, activation: str = "NONE") -> BinaryParams:
+    """The int8 MUL's parameters with the multiplier LiteRT's MUL prepares, s1 * s2 / s_out evaluated in float32
+    (its scales are floats): int16 products reach 2^30, where the double quotient's multiplier was one step off
+    in a Hypothesis-found case."""
     _symmetric(input1, input2, output)
-    return mul_params(input1, input2, output, activation, bounds=INT16_RANGE)
+    real = float(np.float32(np.float32(input1.scale) * np.float32(input2.scale)) / np.float32(output.scale))
+    multiplier, shift = quantize_multiplier(real)
+    params = mul_params(input1, input2, output, activation, bounds=INT16_RANGE)
+    return replace(params, output_multiplier=multiplier, output_shift=shift)
 
 
 # ---- FULLY_CONNECTED and CONV_2D, 16x8 (c/ops_int16_conv.c) ----------------------------------------------
@@ -264,6 +271,7 @@ _I8 = ctypes.POINTER(ctypes.c_int8)
 _I32 = ctypes.POINTER(ctypes.c_int32)
 _I64 = ctypes.POINTER(ctypes.c_int64)
 _U16 = ctypes.POINTER(ctypes.c_uint16)
+_F32 = ctypes.POINTER(ctypes.c_float)
 
 
 def _int32_fields(*names: str) -> list[tuple[str, type]]:
@@ -321,6 +329,8 @@ class Int16Kernels(Int8Kernels):
         "helia_logistic_s16": ([ctypes.POINTER(SigmoidS16Args)], ctypes.c_int),
         "helia_tanh_s16": ([ctypes.POINTER(SigmoidS16Args)], ctypes.c_int),
         "helia_softmax_s16": ([ctypes.POINTER(SoftmaxS16Args)], ctypes.c_int),
+        "helia_quantize_f32_s16": ([_F32, _I16, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
+        "helia_dequantize_s16_f32": ([_I16, _F32, ctypes.c_int32, ctypes.c_float, ctypes.c_int32], ctypes.c_int),
     }
 
     def binary_s16(self, kind: str, params: BinaryParams, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
@@ -398,4 +408,20 @@ class Int16Kernels(Int8Kernels):
             params.input_shift, _pointer(exp_table, _I16), _pointer(reciprocal_table, _I16),
         )  # fmt: skip
         self._call("helia_softmax_s16", args, arrays=(x, exp_table, reciprocal_table, out))
+        return out
+
+    def quantize_s16(self, input: np.ndarray, quant: Quant) -> np.ndarray:
+        """QUANTIZE float32 -> int16."""
+        x = _c_array(input, "float32")
+        out = np.zeros(x.shape, np.int16)
+        arguments = (_pointer(x, _F32), _pointer(out, _I16), x.size, ctypes.c_float(quant.scale), quant.zero_point)
+        self._call("helia_quantize_f32_s16", *arguments, arrays=(x, out))
+        return out
+
+    def dequantize_s16(self, input: np.ndarray, quant: Quant) -> np.ndarray:
+        """DEQUANTIZE int16 -> float32."""
+        x = _c_array(input, "int16")
+        out = np.zeros(x.shape, np.float32)
+        arguments = (_pointer(x, _I16), _pointer(out, _F32), x.size, ctypes.c_float(quant.scale), quant.zero_point)
+        self._call("helia_dequantize_s16_f32", *arguments, arrays=(x, out))
         return out

@@ -34,13 +34,12 @@ from heliabuild.kernels.int8 import (
     Int8Kernels,
     Quant,
     _c_array,
-    _multipliers,
-    _per_channel,
     _pointer,
     activation_range,
     output_size,
     padding_before,
 )
+from heliabuild.kernels.int8_params import _multipliers, _per_channel
 
 BATCH_AXES = 3
 MAX_MATMUL_RANK = 5

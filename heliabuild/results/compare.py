@@ -237,7 +237,7 @@ def _bundle_side(path: Path) -> Side:
         if result.executed
         else {},
         scopes=dict(result.document.get("scopes") or {}),
-        values={figure.name: figure_values(result, figure.name) for figure in figures},
+        values=figure_values(result, [figure.name for figure in figures]),
     )
 
 

@@ -139,10 +139,14 @@ def segment_figure(name: str) -> tuple[str, int] | None:
     return None
 
 
-def figure_values(result: Result, name: str) -> tuple[float, ...] | None:
-    """The value of figure `name` in each sample of `result`, where the module docstring's rule finds it;
-    None when a sample holds none (the compare gate's statistical test reads them)."""
-    values = [_value(sample.to_json(), name) for sample in result.samples]
-    if not values or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-        return None
-    return tuple(float(v) for v in values)
+def figure_values(result: Result, names: Sequence[str]) -> dict[str, tuple[float, ...] | None]:
+    """Each figure of `names` with its value in every sample of `result`, where the module docstring's rule
+    finds it; None for a figure some sample holds no number of (the compare gate's statistical test reads
+    them)."""
+    samples = [sample.to_json() for sample in result.samples]
+    found: dict[str, tuple[float, ...] | None] = {}
+    for name in names:
+        values = [_value(sample, name) for sample in samples]
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        found[name] = tuple(float(v) for v in values) if values and numbers else None
+    return found

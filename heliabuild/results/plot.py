@@ -127,6 +127,11 @@ def figure_of(result: Result) -> Any:
             hint="pip install 'heliabuild[plot]'",
         ) from None
     shown = panels(result)
+    if not shown:
+        raise ResultError(
+            "nothing to plot: the bundle has no Vela estimate and no measured figure",
+            hint="plot the bundle of a run that executed",
+        )
     with matplotlib.rc_context(STYLE):  # fonts at draw time (plot saves in the same settings)
         figure, axes = pyplot.subplots(
             len(shown), 1, figsize=(WIDTH_INCHES, PANEL_INCHES * len(shown) + 0.3), dpi=DPI, squeeze=False

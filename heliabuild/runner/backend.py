@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from heliabuild.runner.firmware import FirmwareBuild
 from heliabuild.runner.measurement import Measurement, Scopes
 from heliabuild.runner.policy import Policy
 from heliabuild.runner.record import FirmwareImage, FvpSection, InputRecord, RunnerPolicy
@@ -30,8 +31,8 @@ from heliabuild.runner.segments import SegmentedModel
 class BuildOptions:
     """A backend's own build options, as the CLI and SCons pass them (None: the backend's default)."""
 
-    firmware: Any = None
-    """A heliabuild.runner.firmware.FirmwareBuild SCons linked (qemu-m55); None: the backend links it."""
+    firmware: FirmwareBuild | None = None
+    """The firmware SCons linked (qemu-m55); None: the backend links it."""
     fvp_target: str | None = None
     fvp_timelimit_s: int | None = None
     ethosu_driver_dir: str | None = None

@@ -36,7 +36,7 @@ from heliabuild.runner.binding import (
     check_input_bytes,
     read_bytes,
 )
-from heliabuild.runner.firmware import MODULE_PREFIX
+from heliabuild.runner.firmware import MODULE_PREFIX, FirmwareBuild
 from heliabuild.runner.policy import Policy, load_policy
 from heliabuild.runner.record import (
     RUNNER_FILE,
@@ -175,7 +175,7 @@ def build_runner(
     segments: PathLike | None = None,
     aot_plan: PathLike | None = None,
     backend: str = "litert",
-    firmware: Any = None,
+    firmware: FirmwareBuild | None = None,
     fvp_target: str | None = None,
     fvp_timelimit_s: int | None = None,
     fvp_firmware: str = "prebuilt",

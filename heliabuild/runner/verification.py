@@ -279,3 +279,16 @@ def verify_samples(
         checks = check_sample(source, index, compare_outputs(expected, outputs), verification)
         verified.append(VerifiedSample(checks, outputs_finite(expected, outputs)))
     return verified
+
+
+def verify_firmware_samples(
+    runner: Any, backend: str, fills: Sequence[bytes | None], warmups: int, samples: Sequence[Sequence[bytes]]
+) -> list[VerifiedSample]:
+    """verify_samples for a backend that compares every run (its policy compiled into a firmware): with the
+    `policy.verification` of `runner` (heliabuild.runner.freeze.Runner), or, should it hold none, the default
+    of runner.json's `backend`."""
+    verification = runner.policy.verification or Verification.from_json(
+        resolve_verification(None, backend, compares_always=True)
+    )
+    assert verification is not None  # resolved: compares_always
+    return verify_samples(str(runner.path), runner.model_path, fills, warmups, samples, verification)

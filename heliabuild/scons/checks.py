@@ -6,7 +6,7 @@ at its stage after the earlier stages ran.
 - the accelerator: one of Vela's accelerator configs, restated from the MAC counts each Ethos-U has
   (heliabuild.fvp.targets.MAC_COUNTS, the same list as Vela's `Accelerator.member_list()`, which a test
   checks: importing Vela's table costs a second and a half);
-- the backend: one of BACKENDS (heliabuild.runner.freeze.BACKENDS, restated; a test checks they agree);
+- the backend: one of the registry's BACKENDS (heliabuild.runner.backends, which imports no backend);
 - the platform: one of heliabuild's platform table (heliabuild.aot.shipped, read unvalidated);
 - the policy's keys (heliabuild.runner.policy.scan_policy_keys: an ordinary policy file is not parsed, and
   PyYAML not imported, while the SConscripts are read). The policy's values are the runner stage's to check.
@@ -19,11 +19,9 @@ from collections.abc import Mapping, Sequence
 from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
+from heliabuild.runner.backends import BACKENDS
 from heliabuild.runner.policy import scan_policy_keys
 from heliabuild.scons.messages import configuration_error, node_path
-
-BACKENDS = ("litert", "qemu-m55", "fvp")
-"""heliabuild.runner.freeze.BACKENDS, restated so that reading the SConscripts does not import the runner."""
 
 METHOD_NAME = "HeliaPipeline"
 """heliabuild.scons.pipeline.METHOD_NAME (this module is imported by it)."""

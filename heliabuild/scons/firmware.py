@@ -34,6 +34,7 @@ from heliabuild.scons.leftovers import keep_folder_of, remove_leftovers
 from heliabuild.scons.messages import configuration_error, stage_comstr, stage_failed
 from heliabuild.scons.progress import stage_action, stage_command_action
 from heliabuild.scons.signatures import add_stage_dependencies
+from heliabuild.targets import table
 
 MODULE_BUILDER_NAME = "HeliaFirmwareModule"
 FIRMWARE_STAGE = "firmware"
@@ -47,7 +48,7 @@ LINK_COMSTR = "HELIA_FIRMWARELINKCOMSTR"
 
 DEFAULTS: dict[str, object] = {
     FIRMWARE_DIR: "#build/heliabuild-firmware",
-    FIRMWARE_TARGET: "mps3_an547",
+    FIRMWARE_TARGET: table().qemu_machine().name,
     FIRMWARE_COMSTR: stage_comstr(FIRMWARE_STAGE),
     ADMISSION_COMSTR: stage_comstr("admission"),
     COMPILE_COMSTR: "heliabuild: firmware-cc $TARGET",

@@ -17,18 +17,19 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import HeliaError
+from heliabuild.runner.backends import FVP_FIRMWARES
 from heliabuild.scons.aot import PLATFORM
 from heliabuild.scons.leftovers import clean_earlier
 from heliabuild.scons.messages import configuration_error, node_path
+from heliabuild.targets import table
 
 BUILDER = "HeliaRunner"
 STAGE = "runner"
 FVP_BACKEND = "fvp"
 FVP_FIRMWARE = "HELIA_FVP_FIRMWARE"
 FVP_TIMELIMIT = "HELIA_FVP_TIMELIMIT"
-FVP_FIRMWARES = ("prebuilt", "aot")
 ETHOSU_DRIVER_DIR = "HELIA_ETHOSU_DRIVER_DIR"
-AOT_TARGET = "corstone300"
+AOT_TARGET = table().fvp_firmware_machines()[0].name
 AOT_FILES = ("fvp/firmware.elf", "fvp/firmware_layout.json")
 COMPILED_FILE = "fvp/model_vela.tflite"
 """heliabuild.runner.backends.fvp_prebuilt.COMPILED_FILE, restated so that reading the SConscripts does not

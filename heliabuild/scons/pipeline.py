@@ -38,6 +38,7 @@ from heliabuild.scons import aot, fence, fence_plan, firmware, fvp, runner, shar
 from heliabuild.scons.checks import check_pipeline, close_matches
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sharing import VARIABLE_PREFIX
+from heliabuild.targets import table
 
 METHOD_NAME = "HeliaPipeline"
 DEFAULT_BUILD_FOLDER = "build"
@@ -50,7 +51,7 @@ RUNNER_FOLDER = "runner"
 RESULTS_FOLDER = "results"
 FIRMWARE_FOLDER = "firmware"
 QEMU_BACKEND = "qemu-m55"
-QEMU_PLATFORM = "mps3_an547"
+QEMU_PLATFORM = table().qemu_machine().name
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 """What a pipeline name (or a sweep's) may be: it names aliases and folders."""
 

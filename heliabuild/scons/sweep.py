@@ -30,6 +30,7 @@ from SCons.Environment import Base as Environment
 from SCons.Errors import UserError
 from SCons.Node import Node
 
+from heliabuild.runner.backends import BACKENDS
 from heliabuild.scons import fence, fence_plan, pipeline, sharing, summary
 from heliabuild.scons.messages import configuration_error, node_path
 from heliabuild.scons.sweep_table import TABLE_SUFFIXES
@@ -37,9 +38,6 @@ from heliabuild.sweeps.grid import GridError, Point, canonical, expand, groups
 
 METHOD_NAME = "HeliaSweep"
 UNFENCED_FOLDER = "unfenced"
-# heliabuild.runner.freeze.BACKENDS, restated so that reading the SConscripts does not import it (a test
-# checks they agree).
-BACKENDS = ("litert", "qemu-m55", "fvp")
 
 CHAIN_STAGES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {"unfenced": ("vela-unfenced",), "fenced": ("plan-fences", "fence", "vela"), "aot": ("aot-plan", "firmware")}

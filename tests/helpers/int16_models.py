@@ -149,3 +149,17 @@ def int16_chain_model(seed: int = 0) -> Model:
     y = tensor("output", (1, 10), SIGMOID_OUTPUT.scale)
     builder.operator(OP.SOFTMAX, [shifted], [y], schema.SoftmaxOptionsT(), version=3)
     return _finish(builder, [x], y, "int16 chain")
+
+
+def conversion_s16_model(kind: str, shape: Sequence[int], quant: Quant) -> Model:
+    """QUANTIZE float32 -> int16 (`kind` 'quantize') or DEQUANTIZE int16 -> float32 ('dequantize')."""
+    builder = GraphBuilder()
+    if kind == "quantize":
+        x = builder.activation("input", shape, "float32")
+        y = builder.activation("output", shape, "int16", _q(quant))
+        builder.operator(OP.QUANTIZE, [x], [y], schema.QuantizeOptionsT(), version=1)
+    else:
+        x = builder.activation("input", shape, "int16", _q(quant))
+        y = builder.activation("output", shape, "float32")
+        builder.operator(OP.DEQUANTIZE, [x], [y], schema.DequantizeOptionsT(), version=1)
+    return _finish(builder, [x], y, f"{kind}_s16")

@@ -79,10 +79,11 @@ static inline helia_broadcast_walk helia_broadcast_begin(int32_t rank, const int
     return walk;
 }
 
-static inline void helia_broadcast_next(helia_broadcast_walk *walk)
+/* Advances the odometer from `innermost` outwards (rank - 1: the next element; rank - 2: the next innermost row). */
+static inline void helia_broadcast_advance(helia_broadcast_walk *walk, int32_t innermost)
 {
     int32_t axis;
-    for (axis = walk->rank - 1; axis >= 0; --axis) {
+    for (axis = innermost; axis >= 0; --axis) {
         walk->at1 += walk->stride1[axis];
         walk->at2 += walk->stride2[axis];
         if (++walk->position[axis] < walk->output_dims[axis]) {
@@ -92,6 +93,11 @@ static inline void helia_broadcast_next(helia_broadcast_walk *walk)
         walk->at2 -= walk->stride2[axis] * walk->position[axis];
         walk->position[axis] = 0;
     }
+}
+
+static inline void helia_broadcast_next(helia_broadcast_walk *walk)
+{
+    helia_broadcast_advance(walk, walk->rank - 1);
 }
 
 #endif /* HELIA_BROADCAST_H */

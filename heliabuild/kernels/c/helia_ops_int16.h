@@ -121,4 +121,19 @@ helia_status helia_softmax_s16_check(const helia_softmax_s16_args *args);
 helia_status helia_softmax_s16_run(const helia_softmax_s16_args *args);
 helia_status helia_softmax_s16(const helia_softmax_s16_args *args);
 
+/* ---- QUANTIZE float32 -> int16 and DEQUANTIZE int16 -> float32 (ops_int16_convert.c) -------------------------
+ * As the int8 conversions: y = saturate(round_half_away(x / scale) + zero_point), x = (q - zero_point) * scale. */
+helia_status helia_quantize_f32_s16_check(const float *input, int16_t *output, int32_t count, float scale,
+                                          int32_t zero_point);
+helia_status helia_quantize_f32_s16_run(const float *input, int16_t *output, int32_t count, float scale,
+                                        int32_t zero_point);
+helia_status helia_quantize_f32_s16(const float *input, int16_t *output, int32_t count, float scale,
+                                    int32_t zero_point);
+helia_status helia_dequantize_s16_f32_check(const int16_t *input, float *output, int32_t count, float scale,
+                                            int32_t zero_point);
+helia_status helia_dequantize_s16_f32_run(const int16_t *input, float *output, int32_t count, float scale,
+                                          int32_t zero_point);
+helia_status helia_dequantize_s16_f32(const int16_t *input, float *output, int32_t count, float scale,
+                                      int32_t zero_point);
+
 #endif /* HELIA_OPS_INT16_H */

@@ -104,4 +104,26 @@ void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args);
 #define HELIA_OPS_MVE 0
 #endif
 
+/* round(x), ties away from zero, saturated to [-2^31, 2^31 - 1]; NaN gives INT32_MIN. */
+static inline int32_t helia_ops_round_half_away_s32(float x)
+{
+    int32_t whole;
+    float fraction;
+    if (!(x > -2147483648.0f)) { /* also NaN */
+        return INT32_MIN;
+    }
+    if (x >= 2147483648.0f) {
+        return INT32_MAX;
+    }
+    whole = (int32_t)x;           /* truncation toward zero */
+    fraction = x - (float)whole;  /* exact: x and its integer part share an exponent range */
+    if (fraction >= 0.5f) {
+        return whole + 1;
+    }
+    if (fraction <= -0.5f) {
+        return whole - 1;
+    }
+    return whole;
+}
+
 #endif /* HELIA_OPS_INTERNAL_H */

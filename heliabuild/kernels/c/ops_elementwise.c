@@ -9,9 +9,10 @@
  * QUANTIZE: y = saturate(round_half_away(x / scale) + zp), in float32.
  * DEQUANTIZE: y = (float)(x - zp) * scale, one float32 rounding.
  * MBQM is the double-rounding MultiplyByQuantizedMultiplier (helia_fixed.h), as LiteRT
- * rounds for ADD and MUL. On a target with integer MVE, ADD and MUL of equal extents run
- * four lanes at a time with helia_fixed_mve.h, the same arithmetic step for step (the same
- * bytes). See docs/kernels.md.
+ * rounds for ADD and MUL. On a target with integer MVE, ADD and MUL run four lanes at a
+ * time with helia_fixed_mve.h, the same arithmetic step for step (the same bytes): equal
+ * extents as one run, broadcasting one run per innermost row of the output, each input
+ * advancing along it or repeating one element. See docs/kernels.md.
  *
  * C99, no heap, no recursion, no libm.
  */
@@ -22,6 +23,7 @@
 #if HELIA_OPS_MVE
 #include <arm_mve.h>
 
+#include "helia_broadcast.h"
 #include "helia_fixed_mve.h"
 #endif
 
@@ -98,9 +100,12 @@ static int8_t mul_one(const helia_binary_s8_args *args, int32_t x1, int32_t x2)
 }
 
 #if HELIA_OPS_MVE
-/* ADD or MUL of inputs with the output's extents (no broadcasting), four lanes at a time; an output that is
- * exactly an input is read before it is written, lane for lane. */
-static void binary_same_extents_mve(const helia_binary_s8_args *args, int kind, int32_t count)
+/* ADD or MUL of `count` outputs, four lanes at a time, from inputs that advance one element per output (step 1)
+ * or repeat one element (step 0, a broadcast). Always inlined with constant steps. An output that is exactly an
+ * input is read before it is written, lane for lane. */
+static inline __attribute__((always_inline)) void binary_row_mve(const helia_binary_s8_args *args, int kind,
+                                                                const int8_t *in1, int step1, const int8_t *in2,
+                                                                int step2, int32_t count, int8_t *out)
 {
     const int32x4_t m1 = vdupq_n_s32(args->input1_multiplier);
     const int32x4_t s1 = vdupq_n_s32(args->input1_shift);
@@ -109,11 +114,13 @@ static void binary_same_extents_mve(const helia_binary_s8_args *args, int kind, 
     const int32x4_t m_out = vdupq_n_s32(args->output_multiplier);
     const int32x4_t s_out = vdupq_n_s32(args->output_shift);
     const int32_t scale = INT32_C(1) << args->left_shift;
+    const int32x4_t first1 = vdupq_n_s32(step1 ? 0 : in1[0] - args->input1_zero_point);
+    const int32x4_t first2 = vdupq_n_s32(step2 ? 0 : in2[0] - args->input2_zero_point);
     int32_t n;
     for (n = 0; n < count; n += 4) {
         const mve_pred16_t lanes = vctp32q((uint32_t)(count - n));
-        const int32x4_t x1 = vsubq_n_s32(vldrbq_z_s32(args->input1 + n, lanes), args->input1_zero_point);
-        const int32x4_t x2 = vsubq_n_s32(vldrbq_z_s32(args->input2 + n, lanes), args->input2_zero_point);
+        const int32x4_t x1 = step1 ? vsubq_n_s32(vldrbq_z_s32(in1 + n, lanes), args->input1_zero_point) : first1;
+        const int32x4_t x2 = step2 ? vsubq_n_s32(vldrbq_z_s32(in2 + n, lanes), args->input2_zero_point) : first2;
         int32x4_t y;
         if (kind == KIND_ADD) {
             const int32x4_t a = helia_mbqm_double_x4(vmulq_n_s32(x1, scale), m1, s1);
@@ -124,7 +131,22 @@ static void binary_same_extents_mve(const helia_binary_s8_args *args, int kind, 
         }
         y = vaddq_n_s32(y, args->output_zero_point);
         y = vminq_s32(vmaxq_s32(y, vdupq_n_s32(args->act_min)), vdupq_n_s32(args->act_max));
-        vstrbq_p_s32(args->output + n, y, lanes);
+        vstrbq_p_s32(out + n, y, lanes);
+    }
+}
+
+/* binary_row_mve with the steps of the innermost axis (each 0 or 1). */
+static void binary_row_steps_mve(const helia_binary_s8_args *args, int kind, const int8_t *in1, int32_t step1,
+                                 const int8_t *in2, int32_t step2, int32_t count, int8_t *out)
+{
+    if (step1 != 0 && step2 != 0) {
+        binary_row_mve(args, kind, in1, 1, in2, 1, count, out);
+    } else if (step1 != 0) {
+        binary_row_mve(args, kind, in1, 1, in2, 0, count, out);
+    } else if (step2 != 0) {
+        binary_row_mve(args, kind, in1, 0, in2, 1, count, out);
+    } else {
+        binary_row_mve(args, kind, in1, 0, in2, 0, count, out);
     }
 }
 
@@ -155,9 +177,21 @@ static helia_status binary_run(const helia_binary_s8_args *args, int kind)
     counts[2] = helia_ops_product(args->output_dims, args->rank);
 #if HELIA_OPS_MVE
     if (same_extents(args)) {
-        binary_same_extents_mve(args, kind, counts[2]);
-        return HELIA_STATUS_OK;
+        binary_row_mve(args, kind, args->input1, 1, args->input2, 1, counts[2], args->output);
+    } else {
+        /* Broadcasting: one vector row per innermost run of the output, each input advancing along it or
+         * repeating one element. */
+        helia_broadcast_walk walk =
+            helia_broadcast_begin(args->rank, args->input1_dims, args->input2_dims, args->output_dims);
+        const int32_t last = args->rank - 1;
+        const int32_t inner = args->output_dims[last];
+        for (n = 0; n < walk.total; n += inner) {
+            binary_row_steps_mve(args, kind, args->input1 + walk.at1, walk.stride1[last], args->input2 + walk.at2,
+                                 walk.stride2[last], inner, args->output + n);
+            helia_broadcast_advance(&walk, last - 1);
+        }
     }
+    return HELIA_STATUS_OK;
 #endif
     /* Element strides of each input, 0 along a broadcast axis. */
     for (i = args->rank - 1; i >= 0; --i) {
@@ -242,28 +276,6 @@ static helia_status convert_check(const void *input, size_t input_bytes, const v
     return HELIA_STATUS_OK;
 }
 
-/* round(x), ties away from zero, saturated to [-2^31, 2^31 - 1]; NaN gives INT32_MIN. */
-static int32_t round_half_away_s32(float x)
-{
-    int32_t whole;
-    float fraction;
-    if (!(x > -2147483648.0f)) { /* also NaN */
-        return INT32_MIN;
-    }
-    if (x >= 2147483648.0f) {
-        return INT32_MAX;
-    }
-    whole = (int32_t)x;           /* truncation toward zero */
-    fraction = x - (float)whole;  /* exact: x and its integer part share an exponent range */
-    if (fraction >= 0.5f) {
-        return whole + 1;
-    }
-    if (fraction <= -0.5f) {
-        return whole - 1;
-    }
-    return whole;
-}
-
 helia_status helia_quantize_f32_s8_check(const float *input, int8_t *output, int32_t count, float scale,
                                          int32_t zero_point)
 {
@@ -276,7 +288,7 @@ helia_status helia_quantize_f32_s8_run(const float *input, int8_t *output, int32
 {
     int32_t i;
     for (i = 0; i < count; ++i) {
-        const int32_t q = round_half_away_s32(input[i] / scale);
+        const int32_t q = helia_ops_round_half_away_s32(input[i] / scale);
         /* Saturate before adding the zero point, so the sum cannot overflow. */
         const int32_t bounded = q < -256 ? -256 : (q > 256 ? 256 : q);
         output[i] = helia_clamp_s8(bounded + zero_point, -128, 127);

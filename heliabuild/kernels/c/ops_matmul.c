@@ -9,11 +9,22 @@
  * per-channel MBQM. MBQM is the double-rounding MultiplyByQuantizedMultiplier (helia_fixed.h), as LiteRT
  * rounds both. docs/kernels.md.
  *
+ * On a target with integer MVE (the same bytes, docs/kernels.md "Helium (MVE) bodies"): BATCH_MATMUL with a
+ * row-major rhs takes four output columns per vector (VMLA of the rhs row by the lhs element), requantized in
+ * four lanes; TRANSPOSE_CONV's dot product over the input channels is VMLADAVA with the zero point folded by
+ * the taps' weight sum (VADDVA), both modulo 2^32 as the bounded int32 sum.
+ *
  * C99, no heap, no recursion, no floating point.
  */
 #include "helia_fixed.h"
 #include "helia_ops.h"
 #include "helia_ops_internal.h"
+
+#if HELIA_OPS_MVE
+#include <arm_mve.h>
+
+#include "helia_fixed_mve.h"
+#endif
 
 /* The largest |(lhs - zp) * (rhs - zp)| of two int8 activations: 255 * 255. */
 #define MATMUL_MAX_PRODUCT 65025
@@ -80,6 +91,34 @@ static int32_t batch_offset(const int32_t *batch, const int32_t *index, int32_t 
     return offset * matrix;
 }
 
+#if HELIA_OPS_MVE
+/* One batch of a row-major rhs (adj_rhs 0): out[m, n..n+3] = sum_k (lhs[m, k] - zp) (rhs[k, n..n+3] - zp) as
+ * four lanes, then the four-lane double rounding. */
+static void batch_matmul_columns_mve(const helia_batch_matmul_s8_args *args, const int8_t *lhs, const int8_t *rhs,
+                                     int32_t lhs_m, int32_t lhs_k, int8_t *out)
+{
+    const int32x4_t multiplier = vdupq_n_s32(args->multiplier);
+    const int32x4_t shift = vdupq_n_s32(args->shift);
+    int32_t m;
+    int32_t n;
+    int32_t k;
+    for (m = 0; m < args->rows; ++m) {
+        for (n = 0; n < args->cols; n += 4) {
+            const mve_pred16_t lanes = vctp32q((uint32_t)(args->cols - n));
+            int32x4_t acc = vdupq_n_s32(0);
+            for (k = 0; k < args->depth; ++k) {
+                const int32x4_t right =
+                    vsubq_n_s32(vldrbq_z_s32(rhs + (size_t)k * (size_t)args->cols + (size_t)n, lanes), args->rhs_zero_point);
+                acc = vmlaq_n_s32(acc, right, (int32_t)lhs[m * lhs_m + k * lhs_k] - args->lhs_zero_point);
+            }
+            acc = vaddq_n_s32(helia_mbqm_double_x4(acc, multiplier, shift), args->output_zero_point);
+            acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(args->act_min)), vdupq_n_s32(args->act_max));
+            vstrbq_p_s32(out + (size_t)m * (size_t)args->cols + (size_t)n, acc, lanes);
+        }
+    }
+}
+#endif
+
 helia_status helia_batch_matmul_s8_run(const helia_batch_matmul_s8_args *args)
 {
     /* Element steps along rows (m), columns (n) and depth (k) of each operand. */
@@ -95,6 +134,13 @@ helia_status helia_batch_matmul_s8_run(const helia_batch_matmul_s8_args *args)
                 const int8_t *lhs = args->lhs + batch_offset(args->lhs_batch, index, args->rows * args->depth);
                 const int8_t *rhs = args->rhs + batch_offset(args->rhs_batch, index, args->depth * args->cols);
                 int32_t m;
+#if HELIA_OPS_MVE
+                if (!args->adj_rhs) {
+                    batch_matmul_columns_mve(args, lhs, rhs, lhs_m, lhs_k, out);
+                    out += args->rows * args->cols;
+                    continue;
+                }
+#endif
                 for (m = 0; m < args->rows; ++m) {
                     int32_t n;
                     for (n = 0; n < args->cols; ++n) {
@@ -209,6 +255,21 @@ static int32_t transpose_conv_sum(const helia_conv_s8_args *args, int32_t n, int
             }
             in = args->input + ((n * args->input_h + i) * args->input_w + j) * args->input_c;
             w = args->filter + ((c * args->filter_h + ky) * args->filter_w + kx) * args->input_c;
+#if HELIA_OPS_MVE
+            {
+                /* sum(in * w) - zp * sum(w), modulo 2^32 as the bounded sum; the tail's lanes load as zero. */
+                int32_t dot = 0;
+                int32_t weights = 0;
+                for (k = 0; k < args->input_c; k += 16) {
+                    const mve_pred16_t lanes = vctp8q((uint32_t)(args->input_c - k));
+                    const int8x16_t taps = vldrbq_z_s8(w + k, lanes);
+                    dot = vmladavaq_s8(dot, vldrbq_z_s8(in + k, lanes), taps);
+                    weights = vaddvaq_s8(weights, taps);
+                }
+                total = helia_wrap_s32((int64_t)total + dot - (int64_t)args->input_zero_point * weights);
+                continue;
+            }
+#endif
             for (k = 0; k < args->input_c; ++k) {
                 total += ((int32_t)in[k] - args->input_zero_point) * (int32_t)w[k];
             }

@@ -37,8 +37,8 @@ from heliabuild.runner.backends.fvp_common import (
 )
 from heliabuild.runner.firmware import default_library_dir, expectation_of, firmware_from_files, firmware_policy
 from heliabuild.runner.measurement import MeasuredSample, Measurement, Sanity
-from heliabuild.runner.record import AotFirmwareRecord, DriverRecord, FvpSection, RunnerPolicy, Verification
-from heliabuild.runner.verification import resolve_verification, verify_samples
+from heliabuild.runner.record import AotFirmwareRecord, DriverRecord, FvpSection, RunnerPolicy
+from heliabuild.runner.verification import verify_firmware_samples
 
 NAME = "fvp-aot"
 RUNTIME = "aot"
@@ -169,16 +169,8 @@ class FvpAotBackend(BackendDefaults):
         if log.exit_code != 0:
             raise FvpError(stream_failure(log.text, log.exit_code, source))
         run = read_stream(log.text, expectation, source)
-        verification = runner.policy.verification or Verification.from_json(
-            resolve_verification(None, "fvp", compares_always=True)
-        )
-        verified = verify_samples(
-            str(runner.path),
-            runner.model_path,
-            fills,
-            expectation.warmup_invokes,
-            [sample.outputs for sample in run.samples],
-            verification,
+        verified = verify_firmware_samples(
+            runner, runner.backend, fills, expectation.warmup_invokes, [sample.outputs for sample in run.samples]
         )
         names = firmware.image.output_names
         samples = []

@@ -37,7 +37,7 @@ from heliabuild.runner.firmware import (
 )
 from heliabuild.runner.measurement import Counts, Figures, MeasuredSample, Measurement, Sanity, Scopes
 from heliabuild.runner.record import RunnerPolicy
-from heliabuild.runner.verification import verify_samples
+from heliabuild.runner.verification import verify_firmware_samples
 from heliabuild.targets import table
 
 NAME = "qemu-m55"
@@ -135,8 +135,6 @@ class QemuM55Backend(BackendDefaults):
         policy's `verification.max_abs_diff`."""
         from heliabuild.firmware.protocol import read_run
         from heliabuild.firmware.qemu import run_on_qemu
-        from heliabuild.runner.record import Verification
-        from heliabuild.runner.verification import resolve_verification
 
         runner.lifecycle_counts()
         firmware = runner.record.firmware
@@ -149,16 +147,8 @@ class QemuM55Backend(BackendDefaults):
                 expectation,
                 str(runner.path),
             )
-        verification = runner.policy.verification or Verification.from_json(
-            resolve_verification(None, NAME, compares_always=True)
-        )
-        verified = verify_samples(
-            str(runner.path),
-            runner.model_path,
-            fills,
-            expectation.warmup_invokes,
-            [sample.outputs for sample in run.samples],
-            verification,
+        verified = verify_firmware_samples(
+            runner, runner.backend, fills, expectation.warmup_invokes, [sample.outputs for sample in run.samples]
         )
         names = firmware.output_names or tuple(f"output_{k}" for k in range(len(firmware.output_bytes)))
         samples = tuple(
