@@ -20,25 +20,24 @@ from heliabuild.kernels.int8 import Quant
 from heliabuild.synth.lstm import random_weights as lstm_weights
 
 cases._first_invoke = lambda model, x: None  # LiteRT is not under test here
-sanitized = cases.Kernels(ctypes.CDLL({library!r}))
-regular = cases.Kernels(ctypes.CDLL({regular!r}))
+builds = {{"sanitized": {library!r}, "regular": {regular!r}}}
+kernels = {{build: cases.Kernels(ctypes.CDLL(path)) for build, path in builds.items()}}
 outputs = {{}}
-sanitized.recorder = lambda call: outputs.__setitem__("sanitized", call.arrays[-1])
-regular.recorder = lambda call: outputs.__setitem__("regular", call.arrays[-1])
+for build, bound in kernels.items():
+    bound.recorder = lambda call, build=build: outputs.__setitem__(build, call.arrays[-1])
 
 
-def same(call, name):
-    call(sanitized)
-    call(regular)
-    assert outputs["sanitized"].tobytes() == outputs["regular"].tobytes(), name
+def same(call, label):
+    for bound in kernels.values():
+        call(bound)
+    assert len({{output.tobytes() for output in outputs.values()}}) == 1, label
 
 
-count = 0
-for seed in range(3):
-    for name, case in (("lstm", cases.case_lstm), ("svdf", cases.case_svdf)):
-        for number in range(25):
-            same(lambda k: case(k, np.random.default_rng([seed, number])), (name, seed, number))
-            count += 1
+cases_run = [(name, case, seed, number) for seed in range(3) for number in range(25)
+             for name, case in (("lstm", cases.case_lstm), ("svdf", cases.case_svdf))]
+for name, case, seed, number in cases_run:
+    same(lambda k: case(k, np.random.default_rng([seed, number])), (name, seed, number))
+count = len(cases_run)
 for log2 in (-15, -9):
     input_w, recurrent_w, biases = lstm_weights(np.random.default_rng(-log2), 8, 6, 2**28)
     params = lstm.lstm_params(
