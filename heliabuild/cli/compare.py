@@ -54,7 +54,8 @@ def add_command(commands: argparse._SubParsersAction) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """The comparison on stdout; exit EXIT_REGRESSION when --max-regression finds a regression."""
-    from heliabuild.results.compare import compare, format_comparison
+    from heliabuild.results.compare import compare
+    from heliabuild.results.compare_text import format_comparison
 
     if args.confidence is not None and not args.gate_noisy:
         raise HeliaError("--confidence is the confidence of --gate-noisy's test; give --gate-noisy too")
