@@ -21,6 +21,7 @@ import json
 import os
 import reprlib
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 from heliabuild.errors import HeliaError
@@ -356,3 +357,9 @@ def read_text(
 ) -> str:
     """The UTF-8 text of the regular file `path` (a CSV, a YAML document), read as this module says."""
     return decode_text(read_regular_file(path, what, error=error, limit=limit), str(path), what, error=error)
+
+
+def same_named(document: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    """The value of each key of `names` in a validated `document`, by that name (a missing key: KeyError),
+    for a record whose fields are named as the document's keys: `Record(**same_named(document, "a", "b"))`."""
+    return {name: document[name] for name in names}

@@ -4,8 +4,11 @@ ArgumentTypeError, an exit 2) what the word should have been."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
+
+Number = TypeVar("Number", int, float)
 
 
 def positions(text: str) -> list[int]:
@@ -19,48 +22,48 @@ def positions(text: str) -> list[int]:
     return found
 
 
+def _bounded_number(
+    text: str, convert: Callable[[str], Number], kind: str, within: Callable[[Number], bool], bound: str
+) -> Number:
+    """`convert(text)` when `within` holds of it; ArgumentTypeError `'<text>' is not <kind>` when `convert`
+    raises ValueError, `'<text>' is not <bound>` when the value is out of bounds."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+    if not within(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {bound}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """A positive whole number of cycles."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of cycles") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of cycles")
-    return value
+    return _bounded_number(
+        text, int, "a whole number of cycles", lambda value: value > 0, "a positive number of cycles"
+    )
 
 
 def positive_seconds(text: str) -> float:
     """A number of seconds above 0, at most a day."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 86400")
-    return value
+    return _bounded_number(
+        text, float, "a number of seconds", lambda value: 0 < value <= 86400, "a number of seconds from 0 to 86400"
+    )
 
 
 def fraction(text: str) -> float:
     """A number from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction from 0 to 1")
-    return value
+    return _bounded_number(text, float, "a number", lambda value: 0.0 <= value <= 1.0, "a fraction from 0 to 1")
 
 
 def percent(text: str) -> float:
     """A finite, non-negative percent."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of percent") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite, non-negative percent")
-    return value
+    return _bounded_number(
+        text,
+        float,
+        "a number of percent",
+        lambda value: value >= 0 and value != float("inf"),
+        "a finite, non-negative percent",
+    )
 
 
 def named(what: str, paths: Sequence[Path] | None) -> list[tuple[str, Path]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heliabuild.documents import parse_json, read_regular_file, shown
+from heliabuild.documents import parse_json, read_regular_file, same_named, shown
 from heliabuild.errors import RunnerError, SchemaError
 from heliabuild.files import json_text
 from heliabuild.schema_files import validate
@@ -44,7 +44,7 @@ class FileRecord:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> FileRecord:
-        return cls(file=value["file"], sha256=value["sha256"])
+        return cls(**same_named(value, "file", "sha256"))
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class InputRecord:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any] | None) -> InputRecord | None:
-        return None if value is None else cls(file=value["file"], sha256=value["sha256"], copied=value["copied"])
+        return None if value is None else cls(**same_named(value, "file", "sha256", "copied"))
 
 
 @dataclass(frozen=True)
@@ -141,12 +141,7 @@ class Verification:
     def from_json(cls, value: Mapping[str, Any] | None) -> Verification | None:
         if value is None:
             return None
-        return cls(
-            reference=value["reference"],
-            resolver=value["resolver"],
-            max_abs_diff=value["max_abs_diff"],
-            max_abs_diff_source=value["max_abs_diff_source"],
-        )
+        return cls(**same_named(value, "reference", "resolver", "max_abs_diff", "max_abs_diff_source"))
 
 
 @dataclass(frozen=True)
@@ -178,12 +173,8 @@ class RunnerPolicy:
     def from_json(cls, value: Mapping[str, Any]) -> RunnerPolicy:
         tensor_io = value["tensor_io"]
         return cls(
-            state=value["state"],
-            warmup_invokes=value["warmup_invokes"],
-            warmup_source=value["warmup_source"],
-            measured_invokes=value["measured_invokes"],
+            **same_named(value, "state", "warmup_invokes", "warmup_source", "measured_invokes", "fvp_enabled"),
             tensor_io=None if tensor_io is None else tuple(TensorInputRecord.from_json(e) for e in tensor_io["inputs"]),
-            fvp_enabled=value["fvp_enabled"],
             verification=Verification.from_json(value.get("verification")),
         )
 
@@ -224,15 +215,12 @@ class FirmwareImage:
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> FirmwareImage:
         return cls(
-            target=value["target"],
+            **same_named(value, "target", "toolchain", "arena_bytes", "segments"),
             elf=FileRecord.from_json(value["elf"]),
             layout=FileRecord.from_json(value["layout"]),
-            toolchain=value["toolchain"],
-            arena_bytes=value["arena_bytes"],
             input_bytes=tuple(value["input_bytes"]),
             output_bytes=tuple(value["output_bytes"]),
             output_names=tuple(value["output_names"]),
-            segments=value["segments"],
         )
 
 
@@ -298,9 +286,7 @@ class PrebuiltFirmwareRecord:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> PrebuiltFirmwareRecord:
-        return cls(
-            package_version=value["package_version"], file=value["file"], sha256=value["sha256"], source=value["source"]
-        )
+        return cls(**same_named(value, "package_version", "file", "sha256", "source"))
 
 
 @dataclass(frozen=True)
@@ -324,13 +310,7 @@ class FvpTargetRecord:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> FvpTargetRecord:
-        return cls(
-            executable=value["executable"],
-            platform=value["platform"],
-            npu=value["npu"],
-            num_macs=value["num_macs"],
-            accelerator=value["accelerator"],
-        )
+        return cls(**same_named(value, "executable", "platform", "npu", "num_macs", "accelerator"))
 
 
 @dataclass(frozen=True)
@@ -352,9 +332,7 @@ class FvpSegment:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> FvpSegment:
-        return cls(
-            index=value["index"], sha256=value["sha256"], bytes=value["bytes"], command_streams=value["command_streams"]
-        )
+        return cls(**same_named(value, "index", "sha256", "bytes", "command_streams"))
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from heliabuild.documents import same_named
 from heliabuild.errors import ResultError, SchemaError
 from heliabuild.files import json_text
 from heliabuild.results.figures import Figure, measured_figures
@@ -107,13 +108,9 @@ class Measured:
     def from_json(cls, quantity: str, document: Mapping[str, Any]) -> Measured:
         return cls(
             quantity=quantity,
-            unit=document["unit"],
-            scope=document["scope"],
-            median=document["median"],
+            **same_named(document, "unit", "scope", "median", "min", "max"),
             segments=tuple(document["segments"]),
             count=document["n"],
-            min=document["min"],
-            max=document["max"],
         )
 
 
@@ -171,20 +168,23 @@ class SweepRow:
     def from_json(cls, document: Mapping[str, Any]) -> SweepRow:
         measured = document["measured"]
         return cls(
-            pipeline=document["pipeline"],
+            **same_named(
+                document,
+                "pipeline",
+                "vela_sram_used_kib",
+                "vela_off_chip_flash_used_kib",
+                "bundle",
+                "verification",
+                "inputs",
+                "vela_version",
+                "heliabuild_version",
+                "measured_at",
+            ),
             point=Point.from_json(document),
             estimated_cycles=tuple(document["vela_estimated_cycles"]),
             measured=MappingProxyType(
                 {q: None if measured[q] is None else Measured.from_json(q, measured[q]) for q, *_ in QUANTITIES}
             ),
-            vela_sram_used_kib=document["vela_sram_used_kib"],
-            vela_off_chip_flash_used_kib=document["vela_off_chip_flash_used_kib"],
-            bundle=document["bundle"],
-            verification=document["verification"],
-            inputs=document["inputs"],
-            vela_version=document["vela_version"],
-            heliabuild_version=document["heliabuild_version"],
-            measured_at=document["measured_at"],
         )
 
 
