@@ -25,6 +25,7 @@ from test_scons_pipeline import snapshot
 
 from heliabuild.cache.layout import CacheEntry
 from heliabuild.files import sha256_bytes
+from heliabuild.scons.summary import SUMMARY_FILES
 
 pytestmark = pytest.mark.slow
 
@@ -85,12 +86,15 @@ def cache_warnings(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def cacheable(project: Path) -> dict[str, bytes]:
-    """The built files of `project` that a cache holds: all but the result bundle, by path."""
+    """The built files of `project` that a cache holds, by path: all but the result bundle and the build's
+    summary of it (written after the build, not a target: heliabuild.scons.summary.SUMMARY_FILES)."""
     files = snapshot(project)
     return {
         name: data
         for name, data in files.items()
-        if (name == "kws.tflite" or name.startswith("build/")) and not name.startswith("build/results/")
+        if (name == "kws.tflite" or name.startswith("build/"))
+        and not name.startswith("build/results/")
+        and name not in SUMMARY_FILES
     }
 
 
