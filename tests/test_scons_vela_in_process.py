@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_scons import SITE_TOOLS, build_ok, heliabuild_lines, output_of, run_scons
+from test_scons_pipeline import is_bundle_file
 
 from heliabuild.model import save_model
 from heliabuild.synth import synthesize
@@ -61,12 +62,13 @@ def vela_subprocesses(folder: Path) -> int:
 
 
 def built_files(folder: Path) -> dict[str, bytes]:
-    """Every file under build/ but the run's result bundle, whose samples are measurements of this run."""
+    """Every file under build/ but the run's result bundle and the build's summary of it (is_bundle_file):
+    measurements of this run."""
     build = folder / "build"
     return {
         path.relative_to(build).as_posix(): path.read_bytes()
         for path in sorted(build.rglob("*"))
-        if path.is_file() and "results" not in path.relative_to(build).parts
+        if path.is_file() and not is_bundle_file(path.relative_to(build).as_posix())
     }
 
 
