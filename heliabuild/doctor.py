@@ -24,8 +24,13 @@ from dataclasses import dataclass
 
 from heliabuild.distributions import NotInstalled, version
 from heliabuild.errors import HeliaError
+from heliabuild.runner.backends import BACKENDS, REGISTRY
 
-BACKENDS = ("litert", "qemu-m55", "fvp")
+REQUIREMENT_GROUPS = ("base", "toolchain", "qemu", "fvp")
+"""What a registry row's `needs` may name (heliabuild.runner.backends.BackendRow), checked by `readiness`:
+`base` Vela, LiteRT and SCons; `toolchain` arm-none-eabi-gcc and its newlib; `qemu` qemu-system-arm; `fvp` a
+Corstone FVP with a firmware to run on it (mlia-ethos-u's prebuilt runner, or the toolchain and the Ethos-U
+driver for `fvp_firmware="aot"`)."""
 PROBE_TIMEOUT_S = 30.0
 EXIT_CANNOT_RUN = 2
 """A backend named with --backend cannot run here: the machine's configuration, as the CLI's bad-input status."""
@@ -208,13 +213,14 @@ def _need(found: dict[str, Finding], *names: str) -> list[str]:
 
 
 def readiness(found: Sequence[Finding]) -> list[Readiness]:
-    """Per backend of BACKENDS, what it lacks of `found`.
+    """Per backend of BACKENDS, what it lacks of `found`: the requirement groups its registry rows `need`
+    (REQUIREMENT_GROUPS), in order, each group once.
 
-    - litert: Vela and LiteRT (and SCons for a build);
-    - qemu-m55: those, arm-none-eabi-gcc, its newlib and qemu-system-arm;
-    - fvp: Vela and LiteRT, and at least one Corstone FVP with a firmware to run on it: mlia-ethos-u's
-      prebuilt runner for that FVP (`fvp_firmware="prebuilt"`, the default), or the toolchain and the
-      Ethos-U driver (`fvp_firmware="aot"`).
+    - litert (`base`): Vela and LiteRT (and SCons for a build);
+    - qemu-m55 (`base`, `toolchain`, `qemu`): those, arm-none-eabi-gcc, its newlib and qemu-system-arm;
+    - fvp (`base`, `fvp`): Vela and LiteRT, and at least one Corstone FVP with a firmware to run on it:
+      mlia-ethos-u's prebuilt runner for that FVP (`fvp_firmware="prebuilt"`, the default), or the toolchain
+      and the Ethos-U driver (`fvp_firmware="aot"`).
     """
     from heliabuild.fvp.firmware import PACKAGE
     from heliabuild.fvp.targets import TARGETS
@@ -235,11 +241,16 @@ def readiness(found: Sequence[Finding]) -> list[Readiness]:
             fvp_missing.append(_lacking(runner))
             if not driver.found:
                 fvp_missing.append(f"or, for fvp_firmware='aot', {_lacking(driver)}")
+    lacking = {"base": base, "toolchain": toolchain, "qemu": _need(by_name, "qemu-system-arm"), "fvp": fvp_missing}
     return [
-        Readiness("litert", tuple(base)),
-        Readiness("qemu-m55", tuple(base + toolchain + _need(by_name, "qemu-system-arm"))),
-        Readiness("fvp", tuple(base + fvp_missing)),
+        Readiness(backend, tuple(entry for group in _needs(backend) for entry in lacking[group]))
+        for backend in BACKENDS
     ]
+
+
+def _needs(backend: str) -> tuple[str, ...]:
+    """The requirement groups the registry's rows of `backend` need, in order, each once."""
+    return tuple(dict.fromkeys(group for row in REGISTRY if row.backend == backend for group in row.needs))
 
 
 def report(found: Sequence[Finding], ready: Sequence[Readiness]) -> str:

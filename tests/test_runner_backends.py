@@ -62,6 +62,13 @@ def test_the_cli_scons_policy_and_schema_offer_the_registrys_backends() -> None:
     assert _choices("runner", "--fvp-firmware") == FVP_FIRMWARES == scons_fvp.FVP_FIRMWARES
 
 
+def test_every_row_needs_only_requirement_groups_doctor_checks() -> None:
+    from heliabuild import doctor
+
+    for row in REGISTRY:
+        assert row.needs and set(row.needs) <= set(doctor.REQUIREMENT_GROUPS), row.name
+
+
 def test_each_backends_scopes_are_what_the_scope_rule_admits_for_it() -> None:
     from heliabuild.results.scopes import MEASURED_BY
 

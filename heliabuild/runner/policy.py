@@ -38,11 +38,13 @@ from heliabuild.documents import (
     shown,
 )
 from heliabuild.errors import HeliaError, PolicyError
+from heliabuild.runner.backends import REGISTRY
 from heliabuild.schema_files import check_keys, first_error, message_of
 
 SCHEMA_NAME = "policy"
-BACKEND_NAMES = ("litert", "qemu-m55", "qemu", "fvp")
-"""What a user may write under `defaults` for a backend (the backends, and `qemu` for qemu-m55)."""
+BACKEND_NAMES = tuple(dict.fromkeys(name for row in REGISTRY for name in (row.backend, *row.aliases)))
+"""What a user may write under `defaults` for a backend: the registry's backends and their `aliases` (`qemu` for
+qemu-m55), `("litert", "qemu-m55", "qemu", "fvp")`."""
 STATES = ("carry", "single")
 UNSUPPORTED = ("bus_tracing", "per_layer_fencing")
 MAX_WARMUP_INVOKES = 1000

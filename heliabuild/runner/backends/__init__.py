@@ -3,7 +3,8 @@
 One row per backend. runner.json's `backend` names the row's `backend` (the two FVP firmwares share `fvp`,
 told apart by `fvp.firmware.source`); the CLI's and SCons's choices (`--backend`, `HELIA_BACKEND`;
 `--fvp-firmware`, `HELIA_FVP_FIRMWARE`) are the rows' `backend` and `fvp_firmware` (tests/test_runner_backends.py
-checks that they agree). Modules are imported when a backend is first asked for, so reading the registry
+checks that they agree); the policy's reserved keys under `defaults` are the rows' `backend` and `aliases`.
+Modules are imported when a backend is first asked for, so reading the registry
 imports no backend.
 """
 
@@ -23,20 +24,38 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class BackendRow:
     """A backend's registry row: its `name`, runner.json's `backend` for it, the `fvp_firmware` choice and
-    `fvp.firmware.source` that select it among the fvp backends (None elsewhere), and its module."""
+    `fvp.firmware.source` that select it among the fvp backends (None elsewhere), its module, `aliases`: other
+    names the policy reserves for its `backend` under `defaults` (heliabuild.runner.policy), and `needs`: the
+    requirement groups `heliabuild doctor` checks for its `backend` (heliabuild.doctor.REQUIREMENT_GROUPS:
+    `base`, `toolchain`, `qemu`, `fvp`)."""
 
     name: str
     backend: str
     module: str
     fvp_firmware: str | None = None
     firmware_source: str | None = None
+    aliases: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ("base",)
 
 
 REGISTRY = (
-    BackendRow("litert", "litert", "heliabuild.runner.backends.litert"),
-    BackendRow("qemu-m55", "qemu-m55", "heliabuild.runner.backends.qemu_m55"),
-    BackendRow("fvp-prebuilt", "fvp", "heliabuild.runner.backends.fvp_prebuilt", "prebuilt", "mlia-ethos-u"),
-    BackendRow("fvp-aot", "fvp", "heliabuild.runner.backends.fvp_aot", "aot", "heliabuild-aot"),
+    BackendRow("litert", "litert", "heliabuild.runner.backends.litert", needs=("base",)),
+    BackendRow(
+        "qemu-m55",
+        "qemu-m55",
+        "heliabuild.runner.backends.qemu_m55",
+        aliases=("qemu",),
+        needs=("base", "toolchain", "qemu"),
+    ),
+    BackendRow(
+        "fvp-prebuilt",
+        "fvp",
+        "heliabuild.runner.backends.fvp_prebuilt",
+        "prebuilt",
+        "mlia-ethos-u",
+        needs=("base", "fvp"),
+    ),
+    BackendRow("fvp-aot", "fvp", "heliabuild.runner.backends.fvp_aot", "aot", "heliabuild-aot", needs=("base", "fvp")),
 )
 
 BACKENDS = tuple(dict.fromkeys(row.backend for row in REGISTRY))
