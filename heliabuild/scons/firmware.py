@@ -30,6 +30,7 @@ from SCons.Environment import Base as Environment
 from SCons.Node import Node
 
 from heliabuild.errors import FirmwareError, HeliaError
+from heliabuild.files import replaced_on_success
 from heliabuild.scons.leftovers import keep_folder_of, remove_leftovers
 from heliabuild.scons.messages import configuration_error, stage_comstr, stage_failed
 from heliabuild.scons.progress import stage_action, stage_command_action
@@ -204,13 +205,10 @@ def _archive(library: Path, archives: Sequence[Path], sources: Sequence[Path], w
     if sources:
         compile_library(sources, work / "compiled.a", work / "objects")
         members += [work / "objects" / f"{source.stem}.o" for source in sources]
-    partial = library.with_name(f".{library.name}.tmp")
-    partial.unlink(missing_ok=True)
-    run = subprocess.run([archiver, "rcsD", str(partial), *map(str, members)], capture_output=True, text=True)
-    if run.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise FirmwareError(f"archiving {library.name} failed: {run.stderr.strip()[:400]}")
-    os.replace(partial, library)
+    with replaced_on_success(library) as partial:
+        run = subprocess.run([archiver, "rcsD", str(partial), *map(str, members)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise FirmwareError(f"archiving {library.name} failed: {run.stderr.strip()[:400]}")
 
 
 def _library_action(target: list[Node], source: list[Node], env: Environment) -> int:
