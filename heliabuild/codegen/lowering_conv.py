@@ -54,19 +54,12 @@ def _weight_sums(model: Model, weights: TensorFacts, depthwise: bool) -> IntArra
     return IntArray("int32_t", tuple(int(v) for v in int8.weight_sums(filter_values, depthwise)))
 
 
-def _conv_fields(
-    params: int8.ConvParams, data: TensorFacts, weights: TensorFacts, bias: TensorRef | None, output: TensorFacts
-) -> tuple[tuple[str, Field], ...]:
-    """helia_conv_s8_args of CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV."""
+def conv_geometry_fields(params: int8.ConvParams, weights: TensorFacts) -> tuple[tuple[str, Field], ...]:
+    """The shape, stride, dilation and padding fields a convolution's argument struct shares (int8 and 16x8):
+    batches, input, filter and output extents, strides, dilations, the top and left padding."""
     n, h, w, c = params.input_shape
     _, oh, ow, oc = params.output_shape
-    per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
     return (
-        ("input", TensorRef(data.index)),
-        ("filter", TensorRef(weights.index)),
-        ("bias", bias),
-        *_multiplier_fields(params.multipliers, params.shifts, per_channel),
-        ("output", TensorRef(output.index)),
         ("batches", n),
         ("input_h", h),
         ("input_w", w),
@@ -82,6 +75,21 @@ def _conv_fields(
         ("dilation_w", params.dilation[1]),
         ("pad_top", params.pad[0]),
         ("pad_left", params.pad[1]),
+    )
+
+
+def _conv_fields(
+    params: int8.ConvParams, data: TensorFacts, weights: TensorFacts, bias: TensorRef | None, output: TensorFacts
+) -> tuple[tuple[str, Field], ...]:
+    """helia_conv_s8_args of CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV."""
+    per_channel = len(set(zip(params.multipliers.tolist(), params.shifts.tolist(), strict=True))) > 1
+    return (
+        ("input", TensorRef(data.index)),
+        ("filter", TensorRef(weights.index)),
+        ("bias", bias),
+        *_multiplier_fields(params.multipliers, params.shifts, per_channel),
+        ("output", TensorRef(output.index)),
+        *conv_geometry_fields(params, weights),
         ("depth_multiplier", params.depth_multiplier),
         ("input_zero_point", params.input_zero_point),
         ("output_zero_point", params.output_zero_point),

@@ -17,7 +17,7 @@ import numpy as np
 from heliabuild.aot.facts import OperatorFacts, TensorFacts
 from heliabuild.codegen.calls import Field, IntArray, KernelCall, Lowering, TensorRef
 from heliabuild.codegen.lowering import _LOWERINGS
-from heliabuild.codegen.lowering_conv import _filter_scales, _multiplier_fields
+from heliabuild.codegen.lowering_conv import _filter_scales, _multiplier_fields, conv_geometry_fields
 from heliabuild.codegen.lowering_data import DATA_FORMS, DATA_LOWERINGS
 from heliabuild.codegen.operands import _activation, _constant, _dtype, _need, _quant
 from heliabuild.kernels import int16
@@ -96,29 +96,13 @@ def _conv_s16(op: OperatorFacts, depthwise: bool) -> KernelCall:
             and channels == data.shape[3] * params.depth_multiplier,
             "depth multiplier does not match the weights",
         )
-    n, h, w, c = params.input_shape
-    _, oh, ow, oc = params.output_shape
     fields: tuple[tuple[str, Field], ...] = (
         ("input", TensorRef(data.index)),
         ("filter", TensorRef(weights.index)),
-        ("bias", _bias_s16(op, oc)),
+        ("bias", _bias_s16(op, params.output_shape[3])),
         *_multiplier_fields(params.multipliers, params.shifts, _per_channel(params.multipliers, params.shifts)),
         ("output", TensorRef(output.index)),
-        ("batches", n),
-        ("input_h", h),
-        ("input_w", w),
-        ("input_c", c),
-        ("filter_h", weights.shape[1]),
-        ("filter_w", weights.shape[2]),
-        ("output_h", oh),
-        ("output_w", ow),
-        ("output_c", oc),
-        ("stride_h", params.stride[0]),
-        ("stride_w", params.stride[1]),
-        ("dilation_h", params.dilation[0]),
-        ("dilation_w", params.dilation[1]),
-        ("pad_top", params.pad[0]),
-        ("pad_left", params.pad[1]),
+        *conv_geometry_fields(params, weights),
         ("act_min", params.act_min),
         ("act_max", params.act_max),
         ("depth_multiplier", params.depth_multiplier),
