@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,25 @@ from hypothesis import settings
 settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True, database=None)
 settings.register_profile("local", deadline=None, print_blob=True, max_examples=200)
 settings.load_profile("ci" if under_ci() else "local")
+
+
+def built_once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """The folder `name`, filled by `build(folder)` once for the whole run: under pytest-xdist every worker's
+    session asks for it, the first builds it under a lock in the folder the workers share, the others wait for
+    that build and then use it."""
+    from heliabuild.locks import locked
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder, shared by the workers' own basetemps
+    folder = base / name
+    built = base / f"{name}.built"
+    with locked(base / f"{name}.lock"):
+        if not built.exists():
+            folder.mkdir(exist_ok=True)
+            build(folder)
+            built.touch()
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -46,10 +67,11 @@ def synth_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from heliabuild.model import save_model
     from heliabuild.synth import chain_network, residual_network
 
-    folder = tmp_path_factory.mktemp("synth_models")
-    save_model(chain_network(0), folder / "synth_chain.tflite")
-    save_model(residual_network(0), folder / "synth_residual.tflite")
-    return folder
+    def save(folder: Path) -> None:
+        save_model(chain_network(0), folder / "synth_chain.tflite")
+        save_model(residual_network(0), folder / "synth_residual.tflite")
+
+    return built_once_per_run(tmp_path_factory, "synth_models", save)
 
 
 @pytest.fixture(scope="session", params=["resnet", "synth-residual"])
@@ -106,20 +128,23 @@ def require_prebuilt_runner() -> None:
 
 @pytest.fixture(scope="session")
 def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Cortex-M55 firmware library (kernels + harness), built once for the whole session."""
+    """The Cortex-M55 firmware library (kernels + harness), built once for the whole run."""
     require_firmware_tools()
     from heliabuild.firmware.build import build_library
 
-    return build_library(tmp_path_factory.mktemp("firmware-library"))
+    return build_library(built_once_per_run(tmp_path_factory, "firmware-library", build_library))
 
 
 @pytest.fixture(scope="session")
 def firmware_library_nomve(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same library for `-mcpu=cortex-m55+nomve` (the kernels' portable bodies), built once per session."""
+    """The same library for `-mcpu=cortex-m55+nomve` (the kernels' portable bodies), built once per run."""
     require_firmware_tools()
     from heliabuild.firmware.build import build_library
 
-    return build_library(tmp_path_factory.mktemp("firmware-library-nomve"), mve=False)
+    def build(folder: Path) -> Path:
+        return build_library(folder, mve=False)
+
+    return build(built_once_per_run(tmp_path_factory, "firmware-library-nomve", build))
 
 
 @dataclass(frozen=True)
@@ -141,10 +166,11 @@ def firmware_build(request: pytest.FixtureRequest) -> FirmwareLibrary:
 
 @pytest.fixture(scope="session")
 def host_kernel_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The build folder of the host kernel library (heliabuild.kernels.native), built once for the session."""
-    from heliabuild.kernels.native import load_host_library
+    """The build folder of the host kernel library (heliabuild.kernels.native), built once for the whole run and
+    loaded once per process; every test module of the host kernels uses it."""
+    from heliabuild.kernels.native import build_native, load_host_library
 
-    folder = tmp_path_factory.mktemp("heliakernels-host")
+    folder = built_once_per_run(tmp_path_factory, "heliakernels-host", lambda folder: build_native(folder, "host"))
     load_host_library(folder)
     return folder
 

@@ -331,13 +331,13 @@ CASES_PER_KIND = 20
 
 
 def test_the_kernels_random_cases_are_bit_exact_on_the_cortex_m55(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, firmware_library: Path
+    tmp_path: Path, host_kernel_library: Path, firmware_library: Path
 ) -> None:
     """Each kernel's random cases, LiteRT's outputs beside them, replayed by one firmware on QEMU."""
     from heliabuild.firmware.build import link_firmware
     from heliabuild.firmware.qemu import run_on_qemu
 
-    kernels = Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_data")))
+    kernels = Int8Kernels(load_host_library(host_kernel_library))
     recorded: list[HostKernelCall] = []
     kernels.recorder = recorded.append
     emitter = Emitter()

@@ -59,8 +59,8 @@ SEED = st.integers(0, 2**32 - 1)
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> ContractKernels:
-    return ContractKernels(load_host_library(tmp_path_factory.mktemp("heliakernels_contracts")))
+def kernels(host_kernel_library: Path) -> ContractKernels:
+    return ContractKernels(load_host_library(host_kernel_library))
 
 
 def litert(op: str, dtype: str, arrays: Sequence[np.ndarray], activation: str = "NONE") -> np.ndarray:

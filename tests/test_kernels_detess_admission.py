@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from helpers.detess_goldens import load_c_detess
@@ -27,8 +28,8 @@ TILED = MlaTiled((-1, -1, 0, 1), (1, 1, 2, 3))
 
 
 @pytest.fixture(scope="module")
-def c_detess(tmp_path_factory: pytest.TempPathFactory):
-    return load_c_detess(tmp_path_factory.getbasetemp())
+def c_detess(host_kernel_library: Path):
+    return load_c_detess(host_kernel_library)
 
 
 def req(

@@ -12,6 +12,7 @@ import ctypes
 import itertools
 import platform
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -44,8 +45,8 @@ GAP = 0x5A  # prefill of output buffers: strided gaps must keep it
 
 
 @pytest.fixture(scope="module")
-def c_detess(tmp_path_factory: pytest.TempPathFactory):
-    return load_c_detess(tmp_path_factory.getbasetemp())
+def c_detess(host_kernel_library: Path):
+    return load_c_detess(host_kernel_library)
 
 
 def check_case(case: Case, seed: int, c_detess, values: np.ndarray | None = None) -> None:

@@ -28,8 +28,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 @pytest.fixture(scope="module")
-def c_detess(tmp_path_factory: pytest.TempPathFactory):
-    return load_c_detess(tmp_path_factory.getbasetemp())
+def c_detess(host_kernel_library: Path):
+    return load_c_detess(host_kernel_library)
 
 
 def bf16_value(w: int, c: int) -> int:

@@ -4,6 +4,7 @@ admissions agree on random (mostly invalid) metadata."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,8 +28,8 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 
 @pytest.fixture(scope="module")
-def c_detess(tmp_path_factory: pytest.TempPathFactory):
-    return load_c_detess(tmp_path_factory.getbasetemp())
+def c_detess(host_kernel_library: Path):
+    return load_c_detess(host_kernel_library)
 
 
 @st.composite

@@ -5,6 +5,7 @@ refusals."""
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +20,8 @@ from heliabuild.kernels.native import Status, load_host_library
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return load_host_library(tmp_path_factory.mktemp("heliakernels_binary"))
+def library(host_kernel_library: Path) -> ctypes.CDLL:
+    return load_host_library(host_kernel_library)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@ the same bytes.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers.int8_models import conv_model, fully_connected_model, run_reference
@@ -24,8 +26,8 @@ SEED = st.integers(0, 2**32 - 1)
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Int8Kernels:
-    return Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_int8")))
+def kernels(host_kernel_library: Path) -> Int8Kernels:
+    return Int8Kernels(load_host_library(host_kernel_library))
 
 
 @st.composite

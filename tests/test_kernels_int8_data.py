@@ -6,6 +6,7 @@ the kernels' refusals, which write nothing."""
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +26,8 @@ SHAPES = st.lists(st.integers(1, 5), min_size=1, max_size=4).map(tuple)
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return load_host_library(tmp_path_factory.mktemp("heliakernels_data"))
+def library(host_kernel_library: Path) -> ctypes.CDLL:
+    return load_host_library(host_kernel_library)
 
 
 @pytest.fixture(scope="module")

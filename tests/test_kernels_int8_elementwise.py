@@ -3,6 +3,8 @@ and the fixed-point helpers against their Python statement."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers.int8_models import binary_model, dequantize_model, quantize_model, run_reference, softmax_model
@@ -26,8 +28,8 @@ INT32 = st.integers(-(2**31), 2**31 - 1)
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Int8Kernels:
-    return Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_int8")))
+def kernels(host_kernel_library: Path) -> Int8Kernels:
+    return Int8Kernels(load_host_library(host_kernel_library))
 
 
 @st.composite

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-import pytest
 from conftest import FirmwareLibrary, require_firmware_tools
 from helpers.int8_models import (
     binary_model,
@@ -526,8 +525,8 @@ def replay_on_cortex_m55(
 
 
 def test_every_operator_is_bit_exact_on_the_cortex_m55(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, firmware_build: FirmwareLibrary
+    tmp_path: Path, host_kernel_library: Path, firmware_build: FirmwareLibrary
 ) -> None:
     """From the MVE library (the Helium bodies) and from the +nomve one (the portable bodies)."""
-    kernels = Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_int8")))
+    kernels = Int8Kernels(load_host_library(host_kernel_library))
     replay_on_cortex_m55(kernels, CASES, Emitter(), tmp_path, firmware_build.path, 20261201, mve=firmware_build.mve)

@@ -4,6 +4,8 @@ scales, and its refusals."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers.int8_models import mean_model, run_reference
@@ -16,10 +18,10 @@ QUANT = st.builds(Quant, st.floats(1e-3, 0.5), st.integers(-128, 127))
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Int8Kernels:
+def kernels(host_kernel_library: Path) -> Int8Kernels:
     from heliabuild.kernels.native import load_host_library
 
-    return Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_mean")))
+    return Int8Kernels(load_host_library(host_kernel_library))
 
 
 @st.composite

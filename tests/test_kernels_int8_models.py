@@ -31,8 +31,8 @@ PADDINGS = {schema.Padding.SAME: "SAME", schema.Padding.VALID: "VALID"}
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Int8Kernels:
-    return Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_int8")))
+def kernels(host_kernel_library: Path) -> Int8Kernels:
+    return Int8Kernels(load_host_library(host_kernel_library))
 
 
 class Network:

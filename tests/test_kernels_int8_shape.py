@@ -4,6 +4,7 @@ LiteRT's reference kernels."""
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +20,8 @@ SEED = st.integers(0, 2**32 - 1)
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Int8Kernels:
-    return Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_int8")))
+def kernels(host_kernel_library: Path) -> Int8Kernels:
+    return Int8Kernels(load_host_library(host_kernel_library))
 
 
 @st.composite

@@ -3,6 +3,8 @@ against LiteRT's reference kernels over shapes, zero points and scales, and its 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers.int8_models import requantize_model, run_reference
@@ -16,8 +18,8 @@ KINDS = ("RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Int8Kernels:
-    return Int8Kernels(load_host_library(tmp_path_factory.mktemp("heliakernels_unary")))
+def kernels(host_kernel_library: Path) -> Int8Kernels:
+    return Int8Kernels(load_host_library(host_kernel_library))
 
 
 def activation_of(kind: str) -> str:

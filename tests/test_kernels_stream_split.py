@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from heliabuild.errors import HeliaError, KernelError
-from heliabuild.kernels.native import Status, build_native, load_host_library
+from heliabuild.kernels.native import Status, load_host_library
 from heliabuild.kernels.stream_split import (
     ELEMENT_SIZES,
     TYPE_CODES,
@@ -33,15 +33,8 @@ Outcome = tuple[Status, int | None]
 
 
 @pytest.fixture(scope="session")
-def kernels_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("heliakernels_split")
-    build_native(folder, "host")
-    return folder
-
-
-@pytest.fixture(scope="session")
-def native(kernels_build: Path) -> NativeStreamSplit:
-    return NativeStreamSplit(load_host_library(kernels_build))
+def native(host_kernel_library: Path) -> NativeStreamSplit:
+    return NativeStreamSplit(load_host_library(host_kernel_library))
 
 
 class Arena:

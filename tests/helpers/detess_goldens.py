@@ -205,9 +205,10 @@ class Guarded:
         return bool((before == self.fill).all() and (after == self.fill).all())
 
 
-def load_c_detess(base: Path):
-    """The C kernel (libheliakernels built by heliabuild.kernels.native under `base`) behind its ctypes binding."""
+def load_c_detess(build_dir: Path):
+    """The C kernel (libheliakernels built by heliabuild.kernels.native into `build_dir`) behind its ctypes
+    binding."""
     from heliabuild.kernels.detess.c_kernel import CDetess
     from heliabuild.kernels.native import load_host_library
 
-    return CDetess(load_host_library(base / "heliakernels"))
+    return CDetess(load_host_library(build_dir))
