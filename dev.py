@@ -5,7 +5,9 @@ Each command creates `.venv` (or refreshes it when pyproject.toml changed)
 with the project installed in editable mode, then runs inside it:
 
   build  builds every example through every stage that exists (scons)
-  test   runs the whole test suite (pytest); extra arguments go to pytest
+  test   runs the whole test suite (pytest) on two worker processes (pytest-xdist,
+         one test file per worker at a time); extra arguments go to pytest, and
+         -n/--numprocesses, -p no:xdist or --pdb among them choose the workers instead
 
 Only python3 (3.11+) and a C compiler are needed on the machine.
 """
@@ -13,6 +15,7 @@ Only python3 (3.11+) and a C compiler are needed on the machine.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import subprocess
 import sys
@@ -50,6 +53,21 @@ def ensure_venv() -> None:
     STAMP.write_text(digest)
 
 
+PARALLEL = ["-n", "2", "--dist", "loadfile"]
+"""The suite on both cores of the 2-core machine it is sized for: each test file on one worker, so its module
+fixtures are set up once (docs/testing.md)."""
+
+
+def pytest_arguments(arguments: list[str]) -> list[str]:
+    """`arguments` after PARALLEL, unless they choose the workers themselves or run the debugger (which
+    pytest-xdist refuses)."""
+    chosen = any(
+        argument in {"-pno:xdist", "--pdb", "--trace"} or argument.startswith(("-n", "--numprocesses"))
+        for argument in arguments
+    ) or ("-p", "no:xdist") in itertools.pairwise(arguments)
+    return arguments if chosen else [*PARALLEL, *arguments]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"build", "test"}:
         print(__doc__)
@@ -59,7 +77,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == "build":
         command = [str(_bin("scons")), "-j2", *argv[1:]]
     else:
-        command = [str(_bin("python")), "-m", "pytest", *argv[1:]]
+        command = [str(_bin("python")), "-m", "pytest", *pytest_arguments(argv[1:])]
     return subprocess.run(command, cwd=ROOT, env=env).returncode
 
 
