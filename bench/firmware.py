@@ -171,7 +171,11 @@ PROFILE_SOURCE = r"""
 #include "counter.h"
 #include "semihosting.h"
 
-static uint64_t last;
+/* SysTick's current value: it counts down through 2^24 values, one tick per 31.25 instructions. */
+#define SYST_CVR (*(volatile const uint32_t *)0xE000E018u)
+
+static uint32_t raw_last;
+static uint64_t wide_last;
 
 static void write_number(uint64_t value)
 {
@@ -185,17 +189,25 @@ static void write_number(uint64_t value)
     helia_semihost_write(text + i);
 }
 
+/* A layer's window runs from the raw reading at the end of the previous call to the one at the start of this
+ * call, so that only a few instructions of the hook fall inside it; the 64-bit readings outside the window
+ * give the wraps the raw difference (modulo 2^24) cannot. */
 void helia_profile_operator(int32_t op)
 {
-    const uint64_t now = helia_counter_read();
+    const uint32_t raw_now = SYST_CVR;
+    const uint64_t wide_now = helia_counter_read();
     if (op >= 0) {
+        /* The wide difference less the raw one is a few ticks from a multiple of 2^24 (modulo 2^64). */
+        const uint64_t low = (raw_last - raw_now) & 0xFFFFFFu;
+        const uint64_t wraps = (wide_now - wide_last - low + 0x800000u) & ~(uint64_t)0xFFFFFFu;
         helia_semihost_write("@op ");
         write_number((uint64_t)op);
         helia_semihost_write(" ");
-        write_number(now - last);
+        write_number(low + wraps);
         helia_semihost_write("\n");
     }
-    last = helia_counter_read();
+    wide_last = helia_counter_read();
+    raw_last = SYST_CVR;
 }
 """
 

@@ -66,12 +66,19 @@ def _extent(rng: np.random.Generator, small: int, large: int) -> int:
     return int(rng.integers(1, small)) if rng.integers(2) else int(rng.integers(small, large))
 
 
-def _fully_connected(k: Int8Kernels, rng: np.random.Generator, depth: int, units: int) -> np.ndarray:
+def _fully_connected(
+    k: Int8Kernels, rng: np.random.Generator, depth: int, units: int, per_tensor_small: bool = False
+) -> np.ndarray:
+    """`per_tensor_small`: one scale, a bias and a multiplier below 1/2 (shift -1 or below), KWS's and ResNet-8's
+    last layer: the MVE body's held-vector passes."""
     batches = int(rng.integers(1, 4))
     x, w = _codes(rng, (batches, depth)), _codes(rng, (units, depth), -127)
-    scales = (0.05 * rng.uniform(0.25, 1.0, size=units if rng.integers(2) else 1)).astype(np.float32)
-    bias = rng.integers(-5000, 5000, size=units, dtype=np.int32) if rng.integers(2) else None
-    iq, oq, act = _quant(rng), _quant(rng, 1e-3, 2.0), _activation(rng)
+    per_channel = not per_tensor_small and rng.integers(2)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=units if per_channel else 1)).astype(np.float32)
+    with_bias = per_tensor_small or rng.integers(2)
+    bias = rng.integers(-5000, 5000, size=units, dtype=np.int32) if with_bias else None
+    iq, act = _quant(rng), _activation(rng)
+    oq = _quant(rng, 0.1, 2.0) if per_tensor_small else _quant(rng, 1e-3, 2.0)
     expected = run_reference(fully_connected_model(x.shape, w, scales, bias, iq, oq, act), [x])
     params = int8.fully_connected_params(x.size, w.shape, iq, scales, oq, act)
     k.fully_connected(params, x, w, bias, sums=bool(rng.integers(4)))
@@ -85,6 +92,11 @@ def case_fully_connected(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray
 def case_fully_connected_held(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     """A depth of whole 16-byte chunks up to 64: the MVE body that holds the input vector in registers."""
     return _fully_connected(k, rng, 16 * int(rng.integers(1, 5)), int(rng.integers(1, 25)))
+
+
+def case_fully_connected_held_passes(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """The held-vector passes: up to 64 rows each, so up to 80 rows take two, and every tail of four."""
+    return _fully_connected(k, rng, 16 * int(rng.integers(1, 5)), _extent(rng, 12, 81), per_tensor_small=True)
 
 
 def _conv(k: Int8Kernels, rng: np.random.Generator, depthwise: bool) -> np.ndarray:

@@ -301,8 +301,6 @@ static inline __attribute__((always_inline)) int32x4_t dot_four(const int8_t *x,
     return vsetq_lane_s32(s3, sums, 3);
 }
 
-static void fully_connected_blocks(const helia_fully_connected_s8_args *args);
-
 /* One filter row against the held input chunks. */
 static inline __attribute__((always_inline)) int32_t held_row(int8x16_t x0, int8x16_t x1, int8x16_t x2,
                                                              int8x16_t x3, const int8_t *w, int chunks)
@@ -320,96 +318,141 @@ static inline __attribute__((always_inline)) int32_t held_row(int8x16_t x0, int8
     return sum;
 }
 
-/* The four single-rounding outputs of four row sums of FULLY_CONNECTED at channel c (`lanes` of them). */
-static inline __attribute__((always_inline)) int32x4_t fc_outputs(const helia_fully_connected_s8_args *args,
-                                                                 int32x4_t acc, int32_t c, mve_pred16_t lanes)
+static void __attribute__((noinline)) fully_connected_blocks(const helia_fully_connected_s8_args *args);
+
+/* Rows of FULLY_CONNECTED whose sums one held-vector pass keeps on the stack before requantizing them. */
+#define HELD_ROWS 64
+
+/* The outputs of four sums (their offset, bias less input_zero_point * weight sum, added here) for a shift of -1
+ * or below, t = 31 - shift >= 32: VQDMULH gives floor(y * m / 2^31) exactly (it saturates only for
+ * m = INT32_MIN, and m >= 0), and VRSHL by the shift rounds once: floor((floor(y / 2^31) + 2^(k - 1)) / 2^k)
+ * = floor((y + 2^(t - 1)) / 2^t) for k = t - 31 >= 1, the single rounding. */
+static inline __attribute__((always_inline)) int32x4_t held_outputs(int32x4_t acc, int32x4_t weight_sums,
+                                                                   int32x4_t bias, int32_t input_zero_point,
+                                                                   int32_t multiplier, int32_t shift,
+                                                                   int32_t zero_point, int32x4_t act_min,
+                                                                   int32x4_t act_max)
 {
-    const int32_t per_channel = args->quant_count != 1;
-    const int32x4_t multiplier =
-        per_channel ? vldrwq_z_s32(args->multipliers + c, lanes) : vdupq_n_s32(args->multipliers[0]);
-    const int32x4_t beyond =
-        vaddq_n_s32(per_channel ? vldrwq_z_s32(args->shifts + c, lanes) : vdupq_n_s32(args->shifts[0]), 1);
-    int32x4_t value;
-    acc = vmlaq_n_s32(acc, vldrwq_z_s32(args->weight_sums + c, lanes), -args->input_zero_point);
-    if (args->bias != NULL) {
-        acc = vaddq_s32(acc, vldrwq_z_s32(args->bias + c, lanes));
-    }
-    if (vmaxvq_s32(INT32_MIN, vpselq_s32(beyond, vdupq_n_s32(-1), lanes)) < 0) {
-        value = helia_mbqm_single_wide_x4(acc, multiplier, beyond);
-    } else {
-        value = helia_mbqm_single_split_x4(acc, multiplier, beyond, vsubq_n_s32(beyond, 32));
-    }
-    value = vaddq_n_s32(value, args->output_zero_point);
-    return vminq_s32(vmaxq_s32(value, vdupq_n_s32(args->act_min)), vdupq_n_s32(args->act_max));
+    int32x4_t value = vaddq_s32(vmlaq_n_s32(acc, weight_sums, -input_zero_point), bias);
+    value = vaddq_n_s32(vrshlq_n_s32(vqdmulhq_n_s32(value, multiplier), shift), zero_point);
+    return vminq_s32(vmaxq_s32(value, act_min), act_max);
 }
 
-/* FULLY_CONNECTED of depth 16 to 64 in whole chunks: each input vector held in Q registers through every
- * output row; the last block's missing rows read its first row again (never stored). Always inlined with
- * constant `chunks`. */
-static inline __attribute__((always_inline)) void fully_connected_held(const helia_fully_connected_s8_args *args,
-                                                                      int chunks)
+/* Rows g to g + HELD_ROWS of FULLY_CONNECTED batch b (depth 16 * chunks, per tensor, with a bias, shift -1 or
+ * below) against the input vector, held in Q registers: each row's sum (its loads at offsets 0 to 48 from one
+ * pointer walking the rows) to the stack, then the sums requantized four at a time, the last block under a
+ * predicate. Simple loops over locals, so that GCC keeps every value in a register. Always inlined with
+ * constant `chunks`, into one function each. */
+static inline __attribute__((always_inline)) void held_pass(const helia_fully_connected_s8_args *args, int32_t b,
+                                                           int32_t g, int chunks)
 {
     const size_t row = 16u * (size_t)chunks;
     const int32_t channels = args->output_depth;
-    const int32_t batches = args->batches;
-    const int8_t *input = args->input;
-    const int8_t *filter = args->filter;
-    int8_t *output = args->output;
-    int32_t b;
+    const int32_t rows = channels - g < HELD_ROWS ? channels - g : HELD_ROWS;
+    const int8_t *x = args->input + (size_t)b * row;
+    const int8_t *w = args->filter + (size_t)g * row;
+    int8_t *out = args->output + (size_t)b * (size_t)channels + g;
+    const int32_t *bias = args->bias + g;
+    const int32_t *weight_sums = args->weight_sums + g;
+    const int32_t input_zero_point = args->input_zero_point;
+    const int32_t multiplier = args->multipliers[0];
+    const int32_t shift = args->shifts[0];
+    const int32_t zero_point = args->output_zero_point;
+    const int32_t act_min = args->act_min;
+    const int32_t act_max = args->act_max;
+    const int8x16_t x0 = vldrbq_s8(x);
+    const int8x16_t x1 = chunks > 1 ? vldrbq_s8(x + 16) : x0;
+    const int8x16_t x2 = chunks > 2 ? vldrbq_s8(x + 32) : x0;
+    const int8x16_t x3 = chunks > 3 ? vldrbq_s8(x + 48) : x0;
+    int32_t sums[HELD_ROWS];
     int32_t c;
-    for (b = 0; b < batches; ++b) {
-        const int8_t *x = input + (size_t)b * row;
-        const int8x16_t x0 = vldrbq_s8(x);
-        const int8x16_t x1 = chunks > 1 ? vldrbq_s8(x + 16) : x0;
-        const int8x16_t x2 = chunks > 2 ? vldrbq_s8(x + 32) : x0;
-        const int8x16_t x3 = chunks > 3 ? vldrbq_s8(x + 48) : x0;
-        const int8_t *w = filter;
-        int8_t *out = output + (size_t)b * (size_t)channels;
-        for (c = 0; c + 4 <= channels; c += 4) {
-            int32x4_t acc = vdupq_n_s32(held_row(x0, x1, x2, x3, w, chunks));
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + row, chunks), acc, 1);
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + 2 * row, chunks), acc, 2);
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + 3 * row, chunks), acc, 3);
-            vstrbq_s32(out + c, fc_outputs(args, acc, c, 0xFFFF));
-            w += 4 * row;
-        }
-        if (c < channels) {
-            const int32_t count = channels - c;
-            const mve_pred16_t lanes = vctp32q((uint32_t)count);
-            int32x4_t acc = vdupq_n_s32(held_row(x0, x1, x2, x3, w, chunks));
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, count > 1 ? w + row : w, chunks), acc, 1);
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, count > 2 ? w + 2 * row : w, chunks), acc, 2);
-            vstrbq_p_s32(out + c, fc_outputs(args, acc, c, lanes), lanes);
+#define HELD_BLOCK(c)                                                                                              \
+    vstrbq_s32(out + (c), held_outputs(vldrwq_s32(sums + (c)), vldrwq_s32(weight_sums + (c)), vldrwq_s32(bias + (c)), \
+                                       input_zero_point, multiplier, shift, zero_point, vdupq_n_s32(act_min),         \
+                                       vdupq_n_s32(act_max)))
+    int32_t *sum = sums;
+    int32_t n;
+    /* Two rows per iteration: their eight loads at offsets 0 to 112 from one pointer. */
+    for (n = rows >> 1; n > 0; --n) {
+        sum[0] = held_row(x0, x1, x2, x3, w, chunks);
+        sum[1] = held_row(x0, x1, x2, x3, w + row, chunks);
+        sum += 2;
+        w += 2 * row;
+    }
+    if ((rows & 1) != 0) {
+        *sum = held_row(x0, x1, x2, x3, w, chunks);
+    }
+    for (n = rows >> 2, c = 0; n > 0; --n, c += 4) {
+        HELD_BLOCK(c);
+    }
+    if (c < rows && rows >= 4) {
+        /* The last four rows again, unpredicated: the outputs already stored get the same bytes, and every input
+         * was read before the first store. */
+        c = rows - 4;
+        HELD_BLOCK(c);
+    } else if (c < rows) {
+        const mve_pred16_t lanes = vctp32q((uint32_t)(rows - c));
+        vstrbq_p_s32(out + c,
+                     held_outputs(vldrwq_z_s32(sums + c, lanes), vldrwq_z_s32(weight_sums + c, lanes),
+                                  vldrwq_z_s32(bias + c, lanes), input_zero_point, multiplier, shift, zero_point,
+                                  vdupq_n_s32(act_min), vdupq_n_s32(act_max)),
+                     lanes);
+    }
+#undef HELD_BLOCK
+}
+
+static void held_pass_1(const helia_fully_connected_s8_args *args, int32_t b, int32_t g)
+{
+    held_pass(args, b, g, 1);
+}
+
+static void held_pass_2(const helia_fully_connected_s8_args *args, int32_t b, int32_t g)
+{
+    held_pass(args, b, g, 2);
+}
+
+static void held_pass_3(const helia_fully_connected_s8_args *args, int32_t b, int32_t g)
+{
+    held_pass(args, b, g, 3);
+}
+
+static void held_pass_4(const helia_fully_connected_s8_args *args, int32_t b, int32_t g)
+{
+    held_pass(args, b, g, 4);
+}
+
+/* FULLY_CONNECTED of depth 16 to 64 in whole chunks, per tensor, with a bias and a shift of -1 or below: passes
+ * of up to HELD_ROWS rows per batch. */
+static void fully_connected_held(const helia_fully_connected_s8_args *args)
+{
+    static void (*const passes[4])(const helia_fully_connected_s8_args *, int32_t, int32_t) = {
+        held_pass_1, held_pass_2, held_pass_3, held_pass_4};
+    void (*const pass)(const helia_fully_connected_s8_args *, int32_t, int32_t) = passes[args->depth / 16 - 1];
+    int32_t b;
+    int32_t g;
+    for (b = 0; b < args->batches; ++b) {
+        for (g = 0; g < args->output_depth; g += HELD_ROWS) {
+            pass(args, b, g);
         }
     }
 }
 
-/* FULLY_CONNECTED: four output rows per pass sharing each input load, the whole blocks' four outputs
- * requantized at once with the constants loaded contiguously beside them (single rounding; the high word alone
- * when every lane's shift is below -1); the last rows one at a time through the portable arithmetic's lanes. */
+/* FULLY_CONNECTED: the held-vector passes where they apply, else four output rows per pass sharing each input
+ * load, the whole blocks' four outputs requantized at once (single rounding; the high word alone when every
+ * lane's shift is below -1). */
 void helia_ops_fully_connected_mve(const helia_fully_connected_s8_args *args)
 {
-    if (args->depth % 16 == 0 && args->depth <= 64) {
-        switch (args->depth / 16) {
-        case 1:
-            fully_connected_held(args, 1);
-            return;
-        case 2:
-            fully_connected_held(args, 2);
-            return;
-        case 3:
-            fully_connected_held(args, 3);
-            return;
-        default:
-            fully_connected_held(args, 4);
-            return;
-        }
+    if (args->depth % 16 == 0 && args->depth <= 64 && args->bias != NULL && args->quant_count == 1 &&
+        args->shifts[0] <= -1) {
+        fully_connected_held(args);
+    } else {
+        fully_connected_blocks(args);
     }
-    fully_connected_blocks(args);
 }
 
-/* FULLY_CONNECTED of any depth: four output rows per pass sharing each input load. */
-static void fully_connected_blocks(const helia_fully_connected_s8_args *args)
+/* FULLY_CONNECTED of any depth: four output rows per pass sharing each input load. Not inlined: the held-vector
+ * bodies' callers need no frame of its size. */
+static void __attribute__((noinline)) fully_connected_blocks(const helia_fully_connected_s8_args *args)
 {
     const size_t depth = (size_t)args->depth;
     const int32_t chunks = args->depth / 16;
