@@ -13,8 +13,10 @@
 - `--instructions`: the kernels' Helium bodies against their portable bodies, side by side in one run: the
   firmware library built with `-mcpu=cortex-m55` and with `-mcpu=cortex-m55+nomve`, per layer and per model
   MACs per instruction, QEMU wall time per invoke and each firmware's text size. Per layer, the module is
-  compiled with HELIA_PROFILE_OPERATORS and a hook that reads the counter after each operator (the printing
-  between two readings is not counted); per model, the plain firmware's invoke count. These are
+  compiled with HELIA_PROFILE_OPERATORS and a hook that reads SysTick after each operator (raw at the edges of
+  each layer's window, so that only the hook's call and return fall inside it; the printing and the 64-bit
+  readings that count the wraps fall outside), the mean over 1 + `--invokes` invokes; per model, the plain
+  firmware's invoke count. These are
   instruction counts on QEMU (`-icount shift=0`, at SysTick's resolution of 31.25 instructions), not cycles.
 
     python bench/firmware.py [--rounds 3] [--invokes 10] [--instructions]
@@ -260,14 +262,16 @@ def profiled(library: Path, model: Path, folder: Path, mve: bool, profile: bool,
 
 
 def layer_instructions(elf: Path) -> dict[int, float]:
+    """Per operator, the mean over every invoke the firmware runs (warm-up and measured): one tick is 31.25
+    instructions, and the tick's phase moves between invokes, so the mean is finer than one reading."""
     run = run_on_qemu(elf, timeout_s=300)
     assert run.exit_status == 0, run.diagnostics
-    found = {}
+    found: dict[int, list[float]] = {}
     for line in run.console.splitlines():
         if line.startswith("@op "):
             _, op, ticks = line.split()
-            found[int(op)] = int(ticks) * INSTRUCTIONS_PER_TICK
-    return found
+            found.setdefault(int(op), []).append(int(ticks) * INSTRUCTIONS_PER_TICK)
+    return {op: statistics.fmean(counts) for op, counts in found.items()}
 
 
 def invoke_instructions(elf: Path) -> float:
@@ -292,7 +296,7 @@ def instruction_rows(root: Path, invokes: int) -> None:
     for label, model in instruction_models(root).items():
         layers = layer_macs(model)
         counts = {
-            mve: layer_instructions(profiled(libraries[mve], model, root / f"{label}-{mve}-layers", mve, True))
+            mve: layer_instructions(profiled(libraries[mve], model, root / f"{label}-{mve}-layers", mve, True, invokes))
             for mve in (False, True)
         }
         for index, (_, what, macs) in enumerate(layers):

@@ -179,6 +179,30 @@ def case_depthwise_conv2d_wide(k: Int8Kernels, rng: np.random.Generator) -> np.n
     return expected
 
 
+def case_depthwise_conv2d_3x3(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """KWS's depthwise layer and its kin: 3x3, 16, 32 or 64 channels, stride_h 1, multipliers below 1/2: the MVE
+    body's 3x3 passes (two output rows each, padded rows and columns, an odd last row)."""
+    channels = int(rng.choice([16, 32, 64]))
+    stride = (1, int(rng.integers(1, 3)))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    low = 3 if padding == "VALID" else 1
+    x = _codes(rng, (int(rng.integers(1, 3)), int(rng.integers(low, 8)), int(rng.integers(low, 7)), channels))
+    w = _codes(rng, (1, 3, 3, channels), -127)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=channels if rng.integers(4) else 1)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
+    iq, oq, act = _quant(rng), _quant(rng, 0.1, 2.0), _activation(rng)
+    params = int8.conv_params(
+        x.shape, w.shape, iq, scales, oq, stride=stride, padding=padding, activation=act, depthwise=True
+    )
+    model = conv_model(
+        x.shape, w, scales, bias, iq, oq, params.output_shape, stride=stride, dilation=(1, 1), padding=padding,
+        activation=act, depthwise=True,
+    )  # fmt: skip
+    expected = run_reference(model, [x])
+    k.conv(params, x, w, bias)
+    return expected
+
+
 def _binary(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:
     shape = tuple(int(v) for v in rng.integers(1, 5, size=int(rng.integers(1, 5))))
     other = tuple(1 if rng.integers(3) == 0 else d for d in shape)[int(rng.integers(len(shape))) :]
