@@ -9,15 +9,13 @@ What it left is a `BoundedRun`.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import selectors
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 
-from heliabuild.sessions import running
+from heliabuild import sessions
 
 
 @dataclass(frozen=True)
@@ -44,16 +42,14 @@ def run_bounded(
     """Run `command` (in its own session, no standard input) until it exits, `timeout_s` of wall time pass, or
     one of its streams passes `max_output` bytes; then its whole session is killed. Every simulator
     heliabuild drives runs through it (QEMU: heliabuild.firmware.qemu; the Arm FVPs: heliabuild.fvp.launch)."""
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env=env,
-    )
-    with running(process.pid):  # until reaped: an interrupt on another thread ends it (heliabuild.sessions)
+    process = sessions.start(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:  # until reaped, an interrupt on another thread ends it (heliabuild.sessions)
         return _collect(process, timeout_s, max_output)
+    finally:
+        if process.returncode is None:  # an exception (Ctrl-C of the `heliabuild` command) ended the reading
+            sessions.kill(process)
+            process.wait()
+        sessions.release(process)
 
 
 def _collect(process: subprocess.Popen[bytes], timeout_s: float, max_output: int) -> BoundedRun:
@@ -88,7 +84,7 @@ def _collect(process: subprocess.Popen[bytes], timeout_s: float, max_output: int
                     break
         finally:
             if timed_out or overflow or open_streams:
-                _kill(process)
+                sessions.kill(process)
             status = process.wait()
             process.stdout.close()
             process.stderr.close()
@@ -102,8 +98,3 @@ def _collect(process: subprocess.Popen[bytes], timeout_s: float, max_output: int
         diagnostics=stderr[-4000:],
         output=output,
     )
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)

@@ -30,10 +30,11 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from types import FrameType
 from typing import Any
 
-from heliabuild.sessions import end_all
+from heliabuild import sessions
 
 EXIT_INTERRUPTED = 130
 """The status an interrupted stage action returns, as the `heliabuild` command exits on Ctrl-C."""
@@ -46,7 +47,8 @@ class StageInterrupted(KeyboardInterrupt):
     """Raised in a running stage when the build is interrupted (module docstring)."""
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()
+"""Reentrant: the main thread's signal handler may run while that thread holds it."""
 _stage_threads: set[int] = set()
 """The thread ids of the threads running a stage action now."""
 _state = {"requested": False, "watching": False}
@@ -123,18 +125,24 @@ def _chain_handlers() -> None:
 
 
 def _interrupt(*, on_main_thread: bool) -> None:
-    """End every running stage: raise StageInterrupted in the worker threads running one (and, from the main
-    thread's handler, in the main thread when it runs one), and kill the simulator sessions."""
+    """End every running stage: kill the simulator and Vela sessions, and refuse new ones; then raise
+    StageInterrupted in the worker threads running a stage (and, from the main thread's handler, in the main
+    thread when it runs one). A thread that is starting a session gets it once that session is killed
+    (heliabuild.sessions.interrupt_thread), so none outlives the build."""
     main = threading.main_thread().ident
-    with _lock:
+    sessions.end_all(StageInterrupted)
+    with _lock:  # held while delivering: a thread leaving its stage drops what was delivered too late
         _state["requested"] = True
-        for identity in _stage_threads:
+        for identity in sorted(_stage_threads):
             if identity != main:
-                _set_async_exception(identity, StageInterrupted)
-        raise_here = on_main_thread and main in _stage_threads
-    end_all()
-    if raise_here:
-        raise StageInterrupted
+                deliver = partial(_set_async_exception, identity, StageInterrupted)
+                sessions.interrupt_thread(identity, StageInterrupted, deliver)
+        if on_main_thread and main is not None and main in _stage_threads:
+            sessions.interrupt_thread(main, StageInterrupted, _raise_stage_interrupted)
+
+
+def _raise_stage_interrupted() -> None:
+    raise StageInterrupted
 
 
 def _set_async_exception(identity: int, exception: type[BaseException] | None) -> None:

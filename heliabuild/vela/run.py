@@ -327,22 +327,19 @@ def _vela_subprocess(model: Path, work: Path, arguments: list[str]) -> tuple[int
     (heliabuild.sessions), so an interrupt of this process on any thread (an SCons build's, which only the
     scons process may receive) ends it; an exception here (Ctrl-C of the `heliabuild` command) kills it."""
     try:
-        process = subprocess.Popen(
-            in_process_vela.command(arguments),
-            cwd=work,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+        process = sessions.start(
+            in_process_vela.command(arguments), cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
     except OSError as error:
         raise VelaError(f"{model}: cannot start Vela: {error}") from None
-    with process, sessions.running(process.pid):
-        try:
+    try:
+        with process:
             stdout, stderr = process.communicate()
-        except BaseException:
-            process.kill()
-            raise
+    finally:
+        if process.returncode is None:
+            sessions.kill(process)
+            process.wait()
+        sessions.release(process)
     return process.returncode, stdout + stderr
 
 
