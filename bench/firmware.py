@@ -13,8 +13,10 @@
 - `--instructions`: the kernels' Helium bodies against their portable bodies, side by side in one run: the
   firmware library built with `-mcpu=cortex-m55` and with `-mcpu=cortex-m55+nomve`, per layer and per model
   MACs per instruction, QEMU wall time per invoke and each firmware's text size. Per layer, the module is
-  compiled with HELIA_PROFILE_OPERATORS and a hook that reads the counter after each operator (the printing
-  between two readings is not counted); per model, the plain firmware's invoke count. These are
+  compiled with HELIA_PROFILE_OPERATORS and a hook that reads SysTick after each operator (raw at the edges of
+  each layer's window, so that only the hook's call and return fall inside it; the printing and the 64-bit
+  readings that count the wraps fall outside), the mean over 1 + `--invokes` invokes; per model, the plain
+  firmware's invoke count. These are
   instruction counts on QEMU (`-icount shift=0`, at SysTick's resolution of 31.25 instructions), not cycles.
 
     python bench/firmware.py [--rounds 3] [--invokes 10] [--instructions]
@@ -171,7 +173,11 @@ PROFILE_SOURCE = r"""
 #include "counter.h"
 #include "semihosting.h"
 
-static uint64_t last;
+/* SysTick's current value: it counts down through 2^24 values, one tick per 31.25 instructions. */
+#define SYST_CVR (*(volatile const uint32_t *)0xE000E018u)
+
+static uint32_t raw_last;
+static uint64_t wide_last;
 
 static void write_number(uint64_t value)
 {
@@ -185,17 +191,25 @@ static void write_number(uint64_t value)
     helia_semihost_write(text + i);
 }
 
+/* A layer's window runs from the raw reading at the end of the previous call to the one at the start of this
+ * call, so that only a few instructions of the hook fall inside it; the 64-bit readings outside the window
+ * give the wraps the raw difference (modulo 2^24) cannot. */
 void helia_profile_operator(int32_t op)
 {
-    const uint64_t now = helia_counter_read();
+    const uint32_t raw_now = SYST_CVR;
+    const uint64_t wide_now = helia_counter_read();
     if (op >= 0) {
+        /* The wide difference less the raw one is a few ticks from a multiple of 2^24 (modulo 2^64). */
+        const uint64_t low = (raw_last - raw_now) & 0xFFFFFFu;
+        const uint64_t wraps = (wide_now - wide_last - low + 0x800000u) & ~(uint64_t)0xFFFFFFu;
         helia_semihost_write("@op ");
         write_number((uint64_t)op);
         helia_semihost_write(" ");
-        write_number(now - last);
+        write_number(low + wraps);
         helia_semihost_write("\n");
     }
-    last = helia_counter_read();
+    wide_last = helia_counter_read();
+    raw_last = SYST_CVR;
 }
 """
 
@@ -248,14 +262,16 @@ def profiled(library: Path, model: Path, folder: Path, mve: bool, profile: bool,
 
 
 def layer_instructions(elf: Path) -> dict[int, float]:
+    """Per operator, the mean over every invoke the firmware runs (warm-up and measured): one tick is 31.25
+    instructions, and the tick's phase moves between invokes, so the mean is finer than one reading."""
     run = run_on_qemu(elf, timeout_s=300)
     assert run.exit_status == 0, run.diagnostics
-    found = {}
+    found: dict[int, list[float]] = {}
     for line in run.console.splitlines():
         if line.startswith("@op "):
             _, op, ticks = line.split()
-            found[int(op)] = int(ticks) * INSTRUCTIONS_PER_TICK
-    return found
+            found.setdefault(int(op), []).append(int(ticks) * INSTRUCTIONS_PER_TICK)
+    return {op: statistics.fmean(counts) for op, counts in found.items()}
 
 
 def invoke_instructions(elf: Path) -> float:
@@ -280,7 +296,7 @@ def instruction_rows(root: Path, invokes: int) -> None:
     for label, model in instruction_models(root).items():
         layers = layer_macs(model)
         counts = {
-            mve: layer_instructions(profiled(libraries[mve], model, root / f"{label}-{mve}-layers", mve, True))
+            mve: layer_instructions(profiled(libraries[mve], model, root / f"{label}-{mve}-layers", mve, True, invokes))
             for mve in (False, True)
         }
         for index, (_, what, macs) in enumerate(layers):

@@ -65,12 +65,19 @@ def _extent(rng: np.random.Generator, small: int, large: int) -> int:
     return int(rng.integers(1, small)) if rng.integers(2) else int(rng.integers(small, large))
 
 
-def _fully_connected(k: Int8Kernels, rng: np.random.Generator, depth: int, units: int) -> np.ndarray:
+def _fully_connected(
+    k: Int8Kernels, rng: np.random.Generator, depth: int, units: int, per_tensor_small: bool = False
+) -> np.ndarray:
+    """`per_tensor_small`: one scale, a bias and a multiplier below 1/2 (shift -1 or below), KWS's and ResNet-8's
+    last layer: the MVE body's held-vector passes."""
     batches = int(rng.integers(1, 4))
     x, w = _codes(rng, (batches, depth)), _codes(rng, (units, depth), -127)
-    scales = (0.05 * rng.uniform(0.25, 1.0, size=units if rng.integers(2) else 1)).astype(np.float32)
-    bias = rng.integers(-5000, 5000, size=units, dtype=np.int32) if rng.integers(2) else None
-    iq, oq, act = _quant(rng), _quant(rng, 1e-3, 2.0), _activation(rng)
+    per_channel = not per_tensor_small and rng.integers(2)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=units if per_channel else 1)).astype(np.float32)
+    with_bias = per_tensor_small or rng.integers(2)
+    bias = rng.integers(-5000, 5000, size=units, dtype=np.int32) if with_bias else None
+    iq, act = _quant(rng), _activation(rng)
+    oq = _quant(rng, 0.1, 2.0) if per_tensor_small else _quant(rng, 1e-3, 2.0)
     expected = run_reference(fully_connected_model(x.shape, w, scales, bias, iq, oq, act), [x])
     params = int8.fully_connected_params(x.size, w.shape, iq, scales, oq, act)
     k.fully_connected(params, x, w, bias, sums=bool(rng.integers(4)))
@@ -84,6 +91,11 @@ def case_fully_connected(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray
 def case_fully_connected_held(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     """A depth of whole 16-byte chunks up to 64: the MVE body that holds the input vector in registers."""
     return _fully_connected(k, rng, 16 * int(rng.integers(1, 5)), int(rng.integers(1, 25)))
+
+
+def case_fully_connected_held_passes(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """The held-vector passes: up to 64 rows each, so up to 80 rows take two, and every tail of four."""
+    return _fully_connected(k, rng, 16 * int(rng.integers(1, 5)), _extent(rng, 12, 81), per_tensor_small=True)
 
 
 def _conv(k: Int8Kernels, rng: np.random.Generator, depthwise: bool) -> np.ndarray:
@@ -159,6 +171,30 @@ def case_depthwise_conv2d_wide(k: Int8Kernels, rng: np.random.Generator) -> np.n
     params = int8.conv_params(x.shape, w.shape, iq, scales, oq, padding="SAME", activation=act, depthwise=True)
     model = conv_model(
         x.shape, w, scales, bias, iq, oq, params.output_shape, stride=(1, 1), dilation=(1, 1), padding="SAME",
+        activation=act, depthwise=True,
+    )  # fmt: skip
+    expected = run_reference(model, [x])
+    k.conv(params, x, w, bias)
+    return expected
+
+
+def case_depthwise_conv2d_3x3(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """KWS's depthwise layer and its kin: 3x3, 16, 32 or 64 channels, stride_h 1, multipliers below 1/2: the MVE
+    body's 3x3 passes (two output rows each, padded rows and columns, an odd last row)."""
+    channels = int(rng.choice([16, 32, 64]))
+    stride = (1, int(rng.integers(1, 3)))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    low = 3 if padding == "VALID" else 1
+    x = _codes(rng, (int(rng.integers(1, 3)), int(rng.integers(low, 8)), int(rng.integers(low, 7)), channels))
+    w = _codes(rng, (1, 3, 3, channels), -127)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=channels if rng.integers(4) else 1)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
+    iq, oq, act = _quant(rng), _quant(rng, 0.1, 2.0), _activation(rng)
+    params = int8.conv_params(
+        x.shape, w.shape, iq, scales, oq, stride=stride, padding=padding, activation=act, depthwise=True
+    )
+    model = conv_model(
+        x.shape, w, scales, bias, iq, oq, params.output_shape, stride=stride, dilation=(1, 1), padding=padding,
         activation=act, depthwise=True,
     )  # fmt: skip
     expected = run_reference(model, [x])

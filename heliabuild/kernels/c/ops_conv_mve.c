@@ -301,8 +301,6 @@ static inline __attribute__((always_inline)) int32x4_t dot_four(const int8_t *x,
     return vsetq_lane_s32(s3, sums, 3);
 }
 
-static void fully_connected_blocks(const helia_fully_connected_s8_args *args);
-
 /* One filter row against the held input chunks. */
 static inline __attribute__((always_inline)) int32_t held_row(int8x16_t x0, int8x16_t x1, int8x16_t x2,
                                                              int8x16_t x3, const int8_t *w, int chunks)
@@ -320,96 +318,141 @@ static inline __attribute__((always_inline)) int32_t held_row(int8x16_t x0, int8
     return sum;
 }
 
-/* The four single-rounding outputs of four row sums of FULLY_CONNECTED at channel c (`lanes` of them). */
-static inline __attribute__((always_inline)) int32x4_t fc_outputs(const helia_fully_connected_s8_args *args,
-                                                                 int32x4_t acc, int32_t c, mve_pred16_t lanes)
+static void __attribute__((noinline)) fully_connected_blocks(const helia_fully_connected_s8_args *args);
+
+/* Rows of FULLY_CONNECTED whose sums one held-vector pass keeps on the stack before requantizing them. */
+#define HELD_ROWS 64
+
+/* The outputs of four sums (their offset, bias less input_zero_point * weight sum, added here) for a shift of -1
+ * or below, t = 31 - shift >= 32: VQDMULH gives floor(y * m / 2^31) exactly (it saturates only for
+ * m = INT32_MIN, and m >= 0), and VRSHL by the shift rounds once: floor((floor(y / 2^31) + 2^(k - 1)) / 2^k)
+ * = floor((y + 2^(t - 1)) / 2^t) for k = t - 31 >= 1, the single rounding. */
+static inline __attribute__((always_inline)) int32x4_t held_outputs(int32x4_t acc, int32x4_t weight_sums,
+                                                                   int32x4_t bias, int32_t input_zero_point,
+                                                                   int32_t multiplier, int32_t shift,
+                                                                   int32_t zero_point, int32x4_t act_min,
+                                                                   int32x4_t act_max)
 {
-    const int32_t per_channel = args->quant_count != 1;
-    const int32x4_t multiplier =
-        per_channel ? vldrwq_z_s32(args->multipliers + c, lanes) : vdupq_n_s32(args->multipliers[0]);
-    const int32x4_t beyond =
-        vaddq_n_s32(per_channel ? vldrwq_z_s32(args->shifts + c, lanes) : vdupq_n_s32(args->shifts[0]), 1);
-    int32x4_t value;
-    acc = vmlaq_n_s32(acc, vldrwq_z_s32(args->weight_sums + c, lanes), -args->input_zero_point);
-    if (args->bias != NULL) {
-        acc = vaddq_s32(acc, vldrwq_z_s32(args->bias + c, lanes));
-    }
-    if (vmaxvq_s32(INT32_MIN, vpselq_s32(beyond, vdupq_n_s32(-1), lanes)) < 0) {
-        value = helia_mbqm_single_wide_x4(acc, multiplier, beyond);
-    } else {
-        value = helia_mbqm_single_split_x4(acc, multiplier, beyond, vsubq_n_s32(beyond, 32));
-    }
-    value = vaddq_n_s32(value, args->output_zero_point);
-    return vminq_s32(vmaxq_s32(value, vdupq_n_s32(args->act_min)), vdupq_n_s32(args->act_max));
+    int32x4_t value = vaddq_s32(vmlaq_n_s32(acc, weight_sums, -input_zero_point), bias);
+    value = vaddq_n_s32(vrshlq_n_s32(vqdmulhq_n_s32(value, multiplier), shift), zero_point);
+    return vminq_s32(vmaxq_s32(value, act_min), act_max);
 }
 
-/* FULLY_CONNECTED of depth 16 to 64 in whole chunks: each input vector held in Q registers through every
- * output row; the last block's missing rows read its first row again (never stored). Always inlined with
- * constant `chunks`. */
-static inline __attribute__((always_inline)) void fully_connected_held(const helia_fully_connected_s8_args *args,
-                                                                      int chunks)
+/* Rows g to g + HELD_ROWS of FULLY_CONNECTED batch b (depth 16 * chunks, per tensor, with a bias, shift -1 or
+ * below) against the input vector, held in Q registers: each row's sum (its loads at offsets 0 to 48 from one
+ * pointer walking the rows) to the stack, then the sums requantized four at a time, the last block under a
+ * predicate. Simple loops over locals, so that GCC keeps every value in a register. Always inlined with
+ * constant `chunks`, into one function each. */
+static inline __attribute__((always_inline)) void held_pass(const helia_fully_connected_s8_args *args, int32_t b,
+                                                           int32_t g, int chunks)
 {
     const size_t row = 16u * (size_t)chunks;
     const int32_t channels = args->output_depth;
-    const int32_t batches = args->batches;
-    const int8_t *input = args->input;
-    const int8_t *filter = args->filter;
-    int8_t *output = args->output;
-    int32_t b;
+    const int32_t rows = channels - g < HELD_ROWS ? channels - g : HELD_ROWS;
+    const int8_t *x = args->input + (size_t)b * row;
+    const int8_t *w = args->filter + (size_t)g * row;
+    int8_t *out = args->output + (size_t)b * (size_t)channels + g;
+    const int32_t *bias = args->bias + g;
+    const int32_t *weight_sums = args->weight_sums + g;
+    const int32_t input_zero_point = args->input_zero_point;
+    const int32_t multiplier = args->multipliers[0];
+    const int32_t shift = args->shifts[0];
+    const int32_t zero_point = args->output_zero_point;
+    const int32_t act_min = args->act_min;
+    const int32_t act_max = args->act_max;
+    const int8x16_t x0 = vldrbq_s8(x);
+    const int8x16_t x1 = chunks > 1 ? vldrbq_s8(x + 16) : x0;
+    const int8x16_t x2 = chunks > 2 ? vldrbq_s8(x + 32) : x0;
+    const int8x16_t x3 = chunks > 3 ? vldrbq_s8(x + 48) : x0;
+    int32_t sums[HELD_ROWS];
     int32_t c;
-    for (b = 0; b < batches; ++b) {
-        const int8_t *x = input + (size_t)b * row;
-        const int8x16_t x0 = vldrbq_s8(x);
-        const int8x16_t x1 = chunks > 1 ? vldrbq_s8(x + 16) : x0;
-        const int8x16_t x2 = chunks > 2 ? vldrbq_s8(x + 32) : x0;
-        const int8x16_t x3 = chunks > 3 ? vldrbq_s8(x + 48) : x0;
-        const int8_t *w = filter;
-        int8_t *out = output + (size_t)b * (size_t)channels;
-        for (c = 0; c + 4 <= channels; c += 4) {
-            int32x4_t acc = vdupq_n_s32(held_row(x0, x1, x2, x3, w, chunks));
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + row, chunks), acc, 1);
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + 2 * row, chunks), acc, 2);
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, w + 3 * row, chunks), acc, 3);
-            vstrbq_s32(out + c, fc_outputs(args, acc, c, 0xFFFF));
-            w += 4 * row;
-        }
-        if (c < channels) {
-            const int32_t count = channels - c;
-            const mve_pred16_t lanes = vctp32q((uint32_t)count);
-            int32x4_t acc = vdupq_n_s32(held_row(x0, x1, x2, x3, w, chunks));
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, count > 1 ? w + row : w, chunks), acc, 1);
-            acc = vsetq_lane_s32(held_row(x0, x1, x2, x3, count > 2 ? w + 2 * row : w, chunks), acc, 2);
-            vstrbq_p_s32(out + c, fc_outputs(args, acc, c, lanes), lanes);
+#define HELD_BLOCK(c)                                                                                              \
+    vstrbq_s32(out + (c), held_outputs(vldrwq_s32(sums + (c)), vldrwq_s32(weight_sums + (c)), vldrwq_s32(bias + (c)), \
+                                       input_zero_point, multiplier, shift, zero_point, vdupq_n_s32(act_min),         \
+                                       vdupq_n_s32(act_max)))
+    int32_t *sum = sums;
+    int32_t n;
+    /* Two rows per iteration: their eight loads at offsets 0 to 112 from one pointer. */
+    for (n = rows >> 1; n > 0; --n) {
+        sum[0] = held_row(x0, x1, x2, x3, w, chunks);
+        sum[1] = held_row(x0, x1, x2, x3, w + row, chunks);
+        sum += 2;
+        w += 2 * row;
+    }
+    if ((rows & 1) != 0) {
+        *sum = held_row(x0, x1, x2, x3, w, chunks);
+    }
+    for (n = rows >> 2, c = 0; n > 0; --n, c += 4) {
+        HELD_BLOCK(c);
+    }
+    if (c < rows && rows >= 4) {
+        /* The last four rows again, unpredicated: the outputs already stored get the same bytes, and every input
+         * was read before the first store. */
+        c = rows - 4;
+        HELD_BLOCK(c);
+    } else if (c < rows) {
+        const mve_pred16_t lanes = vctp32q((uint32_t)(rows - c));
+        vstrbq_p_s32(out + c,
+                     held_outputs(vldrwq_z_s32(sums + c, lanes), vldrwq_z_s32(weight_sums + c, lanes),
+                                  vldrwq_z_s32(bias + c, lanes), input_zero_point, multiplier, shift, zero_point,
+                                  vdupq_n_s32(act_min), vdupq_n_s32(act_max)),
+                     lanes);
+    }
+#undef HELD_BLOCK
+}
+
+static void held_pass_1(const helia_fully_connected_s8_args *args, int32_t b, int32_t g)
+{
+    held_pass(args, b, g, 1);
+}
+
+static void held_pass_2(const helia_fully_connected_s8_args *args, int32_t b, int32_t g)
+{
+    held_pass(args, b, g, 2);
+}
+
+static void held_pass_3(const helia_fully_connected_s8_args *args, int32_t b, int32_t g)
+{
+    held_pass(args, b, g, 3);
+}
+
+static void held_pass_4(const helia_fully_connected_s8_args *args, int32_t b, int32_t g)
+{
+    held_pass(args, b, g, 4);
+}
+
+/* FULLY_CONNECTED of depth 16 to 64 in whole chunks, per tensor, with a bias and a shift of -1 or below: passes
+ * of up to HELD_ROWS rows per batch. */
+static void fully_connected_held(const helia_fully_connected_s8_args *args)
+{
+    static void (*const passes[4])(const helia_fully_connected_s8_args *, int32_t, int32_t) = {
+        held_pass_1, held_pass_2, held_pass_3, held_pass_4};
+    void (*const pass)(const helia_fully_connected_s8_args *, int32_t, int32_t) = passes[args->depth / 16 - 1];
+    int32_t b;
+    int32_t g;
+    for (b = 0; b < args->batches; ++b) {
+        for (g = 0; g < args->output_depth; g += HELD_ROWS) {
+            pass(args, b, g);
         }
     }
 }
 
-/* FULLY_CONNECTED: four output rows per pass sharing each input load, the whole blocks' four outputs
- * requantized at once with the constants loaded contiguously beside them (single rounding; the high word alone
- * when every lane's shift is below -1); the last rows one at a time through the portable arithmetic's lanes. */
+/* FULLY_CONNECTED: the held-vector passes where they apply, else four output rows per pass sharing each input
+ * load, the whole blocks' four outputs requantized at once (single rounding; the high word alone when every
+ * lane's shift is below -1). */
 void helia_ops_fully_connected_mve(const helia_fully_connected_s8_args *args)
 {
-    if (args->depth % 16 == 0 && args->depth <= 64) {
-        switch (args->depth / 16) {
-        case 1:
-            fully_connected_held(args, 1);
-            return;
-        case 2:
-            fully_connected_held(args, 2);
-            return;
-        case 3:
-            fully_connected_held(args, 3);
-            return;
-        default:
-            fully_connected_held(args, 4);
-            return;
-        }
+    if (args->depth % 16 == 0 && args->depth <= 64 && args->bias != NULL && args->quant_count == 1 &&
+        args->shifts[0] <= -1) {
+        fully_connected_held(args);
+    } else {
+        fully_connected_blocks(args);
     }
-    fully_connected_blocks(args);
 }
 
-/* FULLY_CONNECTED of any depth: four output rows per pass sharing each input load. */
-static void fully_connected_blocks(const helia_fully_connected_s8_args *args)
+/* FULLY_CONNECTED of any depth: four output rows per pass sharing each input load. Not inlined: the held-vector
+ * bodies' callers need no frame of its size. */
+static void __attribute__((noinline)) fully_connected_blocks(const helia_fully_connected_s8_args *args)
 {
     const size_t depth = (size_t)args->depth;
     const int32_t chunks = args->depth / 16;
@@ -893,7 +936,252 @@ static void depthwise_pass_run(const depthwise_layer *layer, const depthwise_pas
     }
 }
 
+/* ---- DEPTHWISE_CONV_2D 3x3, four channels per vector, two output rows per pass ----------------------------- */
+
+/* Channels of one 3x3 pass: the blocks' constants and weights take 2 KiB of stack. */
+#define DEPTHWISE3_GROUP 64
+
+/* Four channels' constants and weights, 128 bytes, loaded through one pointer (every offset within the
+ * instructions' immediates). */
+typedef struct depthwise3_block {
+    int8_t weights[9][4]; /* tap fy * 3 + fx */
+    int8_t unused[12];
+    int32x4_t offset;     /* bias, less input_zero_point * weight sum (modulo 2^32) */
+    int32x4_t multiplier;
+    int32x4_t shift;      /* -1 or below: the rounding divide's exponent, negated */
+    int32x4_t left_pad;   /* input_zero_point * the left filter column's sum: what a padded left column adds */
+    int32x4_t right_pad;
+} depthwise3_block;
+
+/* One pass: two output pixels one above the other (stride_h 1), at the same column. */
+typedef struct depthwise3_pass {
+    const int8_t *rows[4]; /* input rows oy - pad_top + 0..3 at the pixel's middle column, or the zero-point row */
+    int8_t *out;           /* the upper pixel's output */
+    int8_t *out_below;     /* the lower one's, or a discarded row */
+} depthwise3_pass;
+
+/* acc += x * w, four int32 lanes (MVE multiplies vectors without accumulating). */
+#define MAC(acc, x, w) acc = vaddq_s32(acc, vmulq_s32((x), (w)))
+
+/* The taps of column fx (the input at `offset` bytes from each row's middle column) for both pixels: the
+ * upper pixel takes rows 0..2 with filter rows 0..2, the lower rows 1..3, so each input and weight loads once. */
+#define COLUMN(offset, fx)                               \
+    do {                                                 \
+        const int32x4_t w0 = vldrbq_s32(k->weights[fx]);     \
+        const int32x4_t w1 = vldrbq_s32(k->weights[3 + fx]); \
+        const int32x4_t w2 = vldrbq_s32(k->weights[6 + fx]); \
+        int32x4_t x = vldrbq_s32(r0 + (offset));         \
+        MAC(upper, x, w0);                               \
+        x = vldrbq_s32(r1 + (offset));                   \
+        MAC(lower, x, w0);                               \
+        MAC(upper, x, w1);                               \
+        x = vldrbq_s32(r2 + (offset));                   \
+        MAC(lower, x, w1);                               \
+        MAC(upper, x, w2);                               \
+        x = vldrbq_s32(r3 + (offset));                   \
+        MAC(lower, x, w2);                               \
+    } while (0)
+
+/* The requantized, clamped bytes of four sums: double rounding for a shift of -1 or below (the rounding divide's
+ * exponent >= 1, so every negative value takes the ties fixup). */
+static inline __attribute__((always_inline)) int32x4_t depthwise3_outputs(int32x4_t acc, int32x4_t multiplier,
+                                                                         int32x4_t shift, output_range range)
+{
+    int32x4_t value = vqrdmulhq_s32(acc, multiplier);
+    value = vrshlq_s32(vqaddq_s32(value, vshrq_n_s32(value, 31)), shift);
+    value = vaddq_n_s32(value, range.zero_point);
+    return vminq_s32(vmaxq_s32(value, vdupq_n_s32(range.act_min)), vdupq_n_s32(range.act_max));
+}
+
+/* Every block of a pass; `left` and `right`: whether that filter column's input exists (a padded column adds
+ * its precomputed zero-point sum instead). Always inlined with constant `left` and `right`. */
+static inline __attribute__((always_inline)) void depthwise3_pass_run(const depthwise3_pass *pass,
+                                                                     const depthwise3_block *k, int32_t blocks,
+                                                                     int32_t channels, output_range range,
+                                                                     int left, int right)
+{
+    const int8_t *r0 = pass->rows[0];
+    const int8_t *r1 = pass->rows[1];
+    const int8_t *r2 = pass->rows[2];
+    const int8_t *r3 = pass->rows[3];
+    int8_t *out = pass->out;
+    int8_t *out_below = pass->out_below;
+    int32_t n;
+    for (n = 0; n < blocks; ++n) {
+        int32x4_t upper = vldrwq_s32((const int32_t *)&k->offset);
+        int32x4_t lower;
+        if (!left) {
+            upper = vaddq_s32(upper, k->left_pad);
+        }
+        if (!right) {
+            upper = vaddq_s32(upper, k->right_pad);
+        }
+        lower = upper;
+        if (left) {
+            COLUMN(-channels, 0);
+        }
+        COLUMN(0, 1);
+        if (right) {
+            COLUMN(channels, 2);
+        }
+        vstrbq_s32(out, depthwise3_outputs(upper, k->multiplier, k->shift, range));
+        vstrbq_s32(out_below, depthwise3_outputs(lower, k->multiplier, k->shift, range));
+        r0 += 4;
+        r1 += 4;
+        r2 += 4;
+        r3 += 4;
+        out += 4;
+        out_below += 4;
+        ++k;
+    }
+}
+
+#undef COLUMN
+#undef MAC
+
+/* The passes of one channel count, a constant: every column's input at an immediate offset from its row's
+ * middle column. */
+#define DEPTHWISE3_WIDTH(c)                                                                                  \
+    static void depthwise3_pass_##c(const depthwise3_pass *pass, const depthwise3_block *k, int32_t blocks,  \
+                                    output_range range, int left, int right)                                 \
+    {                                                                                                        \
+        if (left && right) {                                                                                 \
+            depthwise3_pass_run(pass, k, blocks, c, range, 1, 1);                                            \
+        } else if (left) {                                                                                   \
+            depthwise3_pass_run(pass, k, blocks, c, range, 1, 0);                                            \
+        } else if (right) {                                                                                  \
+            depthwise3_pass_run(pass, k, blocks, c, range, 0, 1);                                            \
+        } else {                                                                                             \
+            depthwise3_pass_run(pass, k, blocks, c, range, 0, 0);                                            \
+        }                                                                                                    \
+    }
+
+DEPTHWISE3_WIDTH(16)
+DEPTHWISE3_WIDTH(32)
+DEPTHWISE3_WIDTH(64)
+
+#undef DEPTHWISE3_WIDTH
+
+typedef void (*depthwise3_pass_fn)(const depthwise3_pass *, const depthwise3_block *, int32_t, output_range, int,
+                                   int);
+
+/* The pass function of a channel count, or NULL. */
+static depthwise3_pass_fn depthwise3_pass_of(int32_t channels)
+{
+    switch (channels) {
+    case 16:
+        return depthwise3_pass_16;
+    case 32:
+        return depthwise3_pass_32;
+    case 64:
+        return depthwise3_pass_64;
+    default:
+        return NULL;
+    }
+}
+
+/* Whether the 3x3 body applies: stride_h and dilations 1, channels in fours up to 124 (so that a column's input
+ * is within VLDRB's 7-bit offset of the middle one), every shift -1 or below, and every pixel's middle column
+ * inside the input (a padded left or right column is the pass's variant; padded rows read the zero-point row). */
+static int depthwise3_applies(const helia_conv_s8_args *args)
+{
+    const int32_t last_x = (args->output_w - 1) * args->stride_w - args->pad_left + 1;
+    int32_t c;
+    if (args->filter_h != 3 || args->filter_w != 3 || args->stride_h != 1 || args->dilation_h != 1 ||
+        args->dilation_w != 1 || depthwise3_pass_of(args->output_c) == NULL || args->pad_left > 1 ||
+        args->pad_left < 0 || last_x >= args->input_w) {
+        return 0;
+    }
+    for (c = 0; c < args->quant_count; ++c) {
+        if (args->shifts[c] > -1) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void depthwise3_run(const helia_conv_s8_args *args)
+{
+    const depthwise3_pass_fn pass_of_width = depthwise3_pass_of(args->output_c);
+    const int32_t channels = args->output_c;
+    const int32_t zero_point = args->input_zero_point;
+    const output_range range = {args->output_zero_point, args->act_min, args->act_max};
+    const size_t row_bytes = (size_t)args->input_w * (size_t)channels;
+    depthwise3_block blocks[DEPTHWISE3_GROUP / 4];
+    /* The zero-point row a padded input row reads: a column either side of the middle, and a group's blocks. */
+    int8_t padding[124 + DEPTHWISE3_GROUP + 124];
+    int8_t discarded[DEPTHWISE3_GROUP]; /* the lower pixel of a last, unpaired output row */
+    int32_t g;
+    int32_t n;
+    int32_t b;
+    int32_t oy;
+    int32_t ox;
+    int32_t j;
+    fill_bytes(padding, (int8_t)zero_point, (int32_t)sizeof padding);
+    for (g = 0; g < channels; g += DEPTHWISE3_GROUP) {
+        const int32_t group = channels - g < DEPTHWISE3_GROUP ? channels - g : DEPTHWISE3_GROUP;
+        const int32_t count = group / 4;
+        for (n = 0; n < count; ++n) {
+            const int32_t c = g + 4 * n;
+            const int8_t *w = args->filter + c;
+            depthwise3_block *k = &blocks[n];
+            int32x4_t left = vdupq_n_s32(0);
+            int32x4_t right = left;
+            int32_t t;
+            for (t = 0; t < 9; ++t) {
+                const int32x4_t tap = vldrbq_s32(w + (size_t)t * (size_t)channels);
+                vstrbq_s32(k->weights[t], tap);
+                left = t % 3 == 0 ? vaddq_s32(left, tap) : left;
+                right = t % 3 == 2 ? vaddq_s32(right, tap) : right;
+            }
+            k->offset = vmulq_n_s32(vldrwq_s32(args->weight_sums + c), -zero_point);
+            if (args->bias != NULL) {
+                k->offset = vaddq_s32(k->offset, vldrwq_s32(args->bias + c));
+            }
+            k->multiplier = args->quant_count == 1 ? vdupq_n_s32(args->multipliers[0]) : vldrwq_s32(args->multipliers + c);
+            k->shift = args->quant_count == 1 ? vdupq_n_s32(args->shifts[0]) : vldrwq_s32(args->shifts + c);
+            k->left_pad = vmulq_n_s32(left, zero_point);
+            k->right_pad = vmulq_n_s32(right, zero_point);
+        }
+        for (b = 0; b < args->batches; ++b) {
+            const int8_t *image = args->input + (size_t)b * (size_t)args->input_h * row_bytes + g;
+            int8_t *output = args->output + (size_t)b * (size_t)args->output_h * (size_t)args->output_w *
+                                                (size_t)channels + g;
+            for (oy = 0; oy < args->output_h; oy += 2) {
+                for (ox = 0; ox < args->output_w; ++ox) {
+                    const int32_t middle = ox * args->stride_w - args->pad_left + 1;
+                    const int left = middle > 0;
+                    const int right = middle + 1 < args->input_w;
+                    depthwise3_pass pass;
+                    for (j = 0; j < 4; ++j) {
+                        const int32_t iy = oy - args->pad_top + j;
+                        pass.rows[j] = iy >= 0 && iy < args->input_h
+                                           ? image + (size_t)iy * row_bytes + (size_t)middle * (size_t)channels
+                                           : padding + 124;
+                    }
+                    pass.out = output + ((size_t)oy * (size_t)args->output_w + (size_t)ox) * (size_t)channels;
+                    pass.out_below = oy + 1 < args->output_h ? pass.out + (size_t)args->output_w * (size_t)channels
+                                                             : discarded;
+                    pass_of_width(&pass, blocks, count, range, left, right);
+                }
+            }
+        }
+    }
+}
+
+static void depthwise_general(const helia_conv_s8_args *args);
+
 void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args)
+{
+    if (depthwise3_applies(args)) {
+        depthwise3_run(args);
+    } else {
+        depthwise_general(args);
+    }
+}
+
+/* The general body: eight channels per block (widening multiplies), any window. */
+static void depthwise_general(const helia_conv_s8_args *args)
 {
     const int32_t channels = args->output_c;
     /* Two pixels one above the other share their input rows when the rows they read interleave exactly. */
