@@ -175,6 +175,20 @@ def host_kernel_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def sanitized_builds(tmp_path_factory: pytest.TempPathFactory, host_kernel_library: Path):
+    """Every operator kernel file built with AddressSanitizer and UBSan into one library, once for the whole
+    run, beside the regular host library to compare with (tests/helpers/sanitizers.py)."""
+    from helpers.sanitizers import OPS_SOURCES, SanitizedBuilds, build_sanitized, sanitizer_runtimes
+
+    from heliabuild.kernels.native import host_library_path
+
+    sanitizer_runtimes()
+    name = "libheliaops_sanitized.so"
+    folder = built_once_per_run(tmp_path_factory, "kernels-sanitized", lambda f: build_sanitized(OPS_SOURCES, f / name))
+    return SanitizedBuilds(folder / name, host_library_path(host_kernel_library))
+
+
 def fake_fvp_folder(folder: Path) -> Path:
     """`folder`, created, holding one FAKE FVP executable (tests/helpers/fake_fvp.py, a test double) per FVP
     target name, run by this interpreter; put it first on PATH."""

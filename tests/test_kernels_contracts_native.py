@@ -10,17 +10,16 @@ widened reference rounds to infinity).
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
-from helpers.skips import require, require_tool
+from helpers.sanitizers import SanitizedBuilds
+from helpers.skips import require_tool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -450,28 +449,10 @@ print("sanitized calls:", count)
 """
 
 
-def test_contract_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
-    require(sys.platform.startswith("linux"), "gcc's sanitizers are tested on Linux")
-    require_tool("gcc", "gcc")
-    from test_kernels_int8_sanitizers import ROOT, _runtime
+def test_contract_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path, sanitized_builds: SanitizedBuilds) -> None:
+    from test_kernels_int8_sanitizers import run_sanitized
 
-    from heliabuild.kernels.native import build_native
-
-    asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
-    require(asan is not None and ubsan is not None, "gcc has no libasan/libubsan here (Debian: libasan8 libubsan1)")
-    library = tmp_path / "libcontracts_sanitized.so"
-    flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
-    flags += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]
-    source = ROOT / "heliabuild" / "kernels" / "c" / "ops_contracts.c"
-    subprocess.run(["gcc", *flags, str(source), "-o", str(library)], check=True)
-    regular = build_native(tmp_path / "regular", "host")
-    driver = tmp_path / "driver.py"
-    driver.write_text(
-        SANITIZER_DRIVER.format(tests=str(ROOT / "tests"), library=str(library), regular=str(regular)), "utf-8"
-    )
-    environment = dict(os.environ, LD_PRELOAD=f"{asan}:{ubsan}", PYTHONMALLOC="malloc", ASAN_OPTIONS="detect_leaks=0")
-    run = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, env=environment, cwd=ROOT)
-    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    run = run_sanitized(tmp_path, SANITIZER_DRIVER, sanitized_builds)
     assert "sanitized calls: 1500" in run.stdout
 
 

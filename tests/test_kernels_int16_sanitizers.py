@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.sanitizers import SanitizedBuilds
 from test_kernels_int8_sanitizers import run_sanitized
 from test_kernels_int16_m55 import CASES
 
@@ -64,6 +65,6 @@ print("sanitized cases:", count)
 """
 
 
-def test_int16_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
-    run = run_sanitized(tmp_path, DRIVER)
+def test_int16_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path, sanitized_builds: SanitizedBuilds) -> None:
+    run = run_sanitized(tmp_path, DRIVER, sanitized_builds)
     assert f"sanitized cases: {len(CASES) * 40 + 8 + 4 + 1 + 2 + 2}" in run.stdout

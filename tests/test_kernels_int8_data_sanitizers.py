@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.sanitizers import SanitizedBuilds
 from test_codegen_data_ops import REPLAYED
 from test_kernels_int8_sanitizers import run_sanitized
 
@@ -48,6 +49,6 @@ print("sanitized cases:", count)
 """
 
 
-def test_part_a_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
-    run = run_sanitized(tmp_path, DRIVER)
+def test_part_a_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path, sanitized_builds: SanitizedBuilds) -> None:
+    run = run_sanitized(tmp_path, DRIVER, sanitized_builds)
     assert f"sanitized cases: {len(REPLAYED) * 40 + 100}" in run.stdout

@@ -10,17 +10,10 @@ fixed-point primitives at the int32 extremes.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-from helpers.skips import require, require_tool
-
-from heliabuild.kernels.native import build_native
-
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "heliabuild" / "kernels" / "c").glob("ops_*.c"))
+from helpers.sanitizers import ROOT, SanitizedBuilds, run_driver
 
 DRIVER = """
 import ctypes, sys
@@ -56,39 +49,17 @@ print("sanitized cases:", count)
 """
 
 
-def _runtime(name: str) -> str | None:
-    found = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True, check=False)
-    path = found.stdout.strip()
-    return path if found.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
-
-
-def run_sanitized(tmp_path: Path, driver_text: str) -> subprocess.CompletedProcess[str]:
+def run_sanitized(tmp_path: Path, driver_text: str, builds: SanitizedBuilds) -> subprocess.CompletedProcess[str]:
     """Run `driver_text` (a format string of {tests}, {library}, {regular}) in a Python with ASan and UBSan
-    preloaded, against the kernels built sanitized and as usual; skip (fail under CI) without the runtimes."""
-    require(sys.platform == "linux", "gcc's sanitizers are tested on Linux")
-    require_tool("gcc", "gcc")
-    asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")
-    require(asan is not None and ubsan is not None, "gcc has no libasan/libubsan here (Debian: libasan8 libubsan1)")
-    library = tmp_path / "libheliaops_sanitized.so"
-    flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
-    flags += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]
-    subprocess.run(["gcc", *flags, *map(str, SOURCES), "-o", str(library)], check=True)
-    regular = build_native(tmp_path / "regular", "host")
-    driver = tmp_path / "driver.py"
-    driver.write_text(
-        driver_text.format(tests=str(ROOT / "tests"), library=str(library), regular=str(regular)),
-        encoding="utf-8",
-    )
-    environment = dict(os.environ, LD_PRELOAD=f"{asan}:{ubsan}", PYTHONMALLOC="malloc", ASAN_OPTIONS="detect_leaks=0")
-    run = subprocess.run(
-        [sys.executable, str(driver)], capture_output=True, text=True, env=environment, cwd=ROOT, check=False
-    )
+    preloaded, against the kernels built sanitized and as usual (`builds`)."""
+    text = driver_text.format(tests=str(ROOT / "tests"), library=str(builds.library), regular=str(builds.regular))
+    run = run_driver(tmp_path, text)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     return run
 
 
-def test_int8_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
-    run = run_sanitized(tmp_path, DRIVER)
+def test_int8_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path, sanitized_builds: SanitizedBuilds) -> None:
+    run = run_sanitized(tmp_path, DRIVER, sanitized_builds)
     from test_kernels_int8_m55 import CASES
 
     assert f"sanitized cases: {3 * 25 * len(CASES)}" in run.stdout  # 75 per operator case

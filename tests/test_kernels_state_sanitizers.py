@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.sanitizers import SanitizedBuilds
 from test_kernels_int8_sanitizers import run_sanitized
 
 DRIVER = """
@@ -56,6 +57,8 @@ print("sanitized cases:", count)
 """
 
 
-def test_the_lstm_and_svdf_kernels_are_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
-    run = run_sanitized(tmp_path, DRIVER)
+def test_the_lstm_and_svdf_kernels_are_clean_under_asan_and_ubsan(
+    tmp_path: Path, sanitized_builds: SanitizedBuilds
+) -> None:
+    run = run_sanitized(tmp_path, DRIVER, sanitized_builds)
     assert f"sanitized cases: {3 * 25 * 2}" in run.stdout
