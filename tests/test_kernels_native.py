@@ -162,6 +162,21 @@ def test_scons_command_uses_the_running_interpreter() -> None:
     assert Path(command[0]).parent == Path(native.sys.executable).parent or command[1:] == ["-m", "SCons"]
 
 
+KERNELS_DOC = Path(__file__).resolve().parents[1] / "docs" / "kernels.md"
+CODE_SIZE_ROW = re.compile(r"^    (\S+\.o|total) +(\d+) +(\d+)$", re.MULTILINE)
+
+
+def documented_code_sizes() -> dict[str, dict[str, int]]:
+    """The rows of docs/kernels.md's "Code size (Cortex-M55)" table: object (or total) -> target -> text bytes."""
+    text = KERNELS_DOC.read_text(encoding="utf-8")
+    section = text[text.index("### Code size (Cortex-M55)") :]
+    section = section[: section.index("\n## ")]
+    return {
+        name: {"cortex-m55": int(mve), "cortex-m55-nomve": int(nomve)}
+        for name, mve, nomve in CODE_SIZE_ROW.findall(section)
+    }
+
+
 def test_cortex_m55_library_and_code_size_report(tmp_path_factory: pytest.TempPathFactory) -> None:
     require_tool("arm-none-eabi-gcc", "Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi")
     folder = tmp_path_factory.mktemp("heliakernels_m55")
@@ -199,3 +214,11 @@ def test_cortex_m55_library_and_code_size_report(tmp_path_factory: pytest.TempPa
     plain = json.loads(code_size_report_path(folder, target="cortex-m55-nomve").read_text())
     assert plain["target"] == "cortex-m55-nomve" and plain["flags"] == [*cpu_flags(mve=False), *C_FLAGS]
     assert plain["objects"]["ops_conv_mve.o"]["text"] == 0 < report["objects"]["ops_conv_mve.o"]["text"]
+    # docs/kernels.md's "Code size (Cortex-M55)" table is these two reports: text bytes, no data, no bss.
+    documented = documented_code_sizes()
+    for target, built in (("cortex-m55", report), ("cortex-m55-nomve", plain)):
+        assert {name: row["text"] for name, row in built["objects"].items()} == {
+            name: sizes[target] for name, sizes in documented.items() if name != "total"
+        }, target
+        assert built["total"]["text"] == documented["total"][target]
+        assert all(row["data"] == 0 and row["bss"] == 0 for row in built["objects"].values())

@@ -142,7 +142,9 @@ class StageCommandAction(_Counted, CommandAction):
 
 def _interrupted(targets: Sequence[Node]) -> int:
     """Remove the files of `targets` an interrupted stage may have left, except Precious ones (a result
-    bundle's, which the run stage handles: heliabuild.scons.runner.run_action); EXIT_INTERRUPTED."""
+    bundle's, which the run stage handles: heliabuild.scons.runner.run_action); EXIT_INTERRUPTED. Each such file
+    was written by this action: SCons removes a derived target that is not Precious before its action runs
+    (SCons.Node.FS.File.prepare)."""
     for node in targets:
         if not node.precious:
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
