@@ -19,6 +19,7 @@ from heliabuild.codegen.calls import Field, IntArray, KernelCall, Lowering, Tens
 from heliabuild.codegen.lowering import _LOWERINGS
 from heliabuild.codegen.lowering_conv import _filter_scales, _multiplier_fields, conv_geometry_fields
 from heliabuild.codegen.lowering_data import DATA_FORMS, DATA_LOWERINGS
+from heliabuild.codegen.lowering_shape import conversion_call
 from heliabuild.codegen.operands import _activation, _constant, _dtype, _need, _quant
 from heliabuild.kernels import int16
 from heliabuild.model.io import Model
@@ -176,21 +177,8 @@ def _conversion_s16(op: OperatorFacts) -> KernelCall:
     output = _dtype(op.output, _INT16 if quantize else "float32", "output")
     quant = _quant(output, "output") if quantize else _quant(data, "input")
     _need(quant.zero_point == 0, f"int16 zero point {quant.zero_point} is not 0 (the 16x8 form)")
-    _need(tuple(data.shape) == tuple(output.shape), f"{op.op_type} input and output shapes differ")
-    return KernelCall.of(
-        op,
-        "helia_quantize_f32_s16" if quantize else "helia_dequantize_s16_f32",
-        None,
-        fields=(
-            ("input", TensorRef(data.index)),
-            ("output", TensorRef(output.index)),
-            ("count", data.element_count),
-            ("scale", quant.scale),
-            ("zero_point", quant.zero_point),
-        ),
-        reads=(data.index,),
-        writes=(output.index,),
-    )
+    kernel = "helia_quantize_f32_s16" if quantize else "helia_dequantize_s16_f32"
+    return conversion_call(op, kernel, data, output, quant)
 
 
 def _int16_or_base(op_type: str, lower_int16: Lowering, base: Lowering | None = None, side: str = "input") -> Lowering:

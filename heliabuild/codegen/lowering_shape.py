@@ -9,6 +9,7 @@ from heliabuild.aot.facts import OperatorFacts, TensorFacts
 from heliabuild.codegen.calls import ByteValue, InlineInts, IntArray, KernelCall, TensorRef, TensorTable
 from heliabuild.codegen.operands import MAX_RANK, _activation, _constant, _dtype, _need, _quant
 from heliabuild.fence.contract import ELEMENT_BYTES, TYPE_NAMES
+from heliabuild.kernels.int8 import Quant
 from heliabuild.model.io import Model
 
 
@@ -132,8 +133,13 @@ def _conversion(op: OperatorFacts) -> KernelCall:
     source, target, quantized, kernel = _CONVERSIONS[op.op_type]
     data = _dtype(op.input(0), source, "input")
     output = _dtype(op.output, target, "output")
-    quant = _quant(output if quantized == "output" else data, quantized)
-    _need(data.shape == output.shape, f"{op.op_type} input and output shapes differ")
+    return conversion_call(op, kernel, data, output, _quant(output if quantized == "output" else data, quantized))
+
+
+def conversion_call(op: OperatorFacts, kernel: str, data: TensorFacts, output: TensorFacts, quant: Quant) -> KernelCall:
+    """The call of a QUANTIZE or DEQUANTIZE `kernel` (int8 or int16) over the whole tensor `data` into `output`,
+    of the same shape, with the quantized side's `quant`."""
+    _need(tuple(data.shape) == tuple(output.shape), f"{op.op_type} input and output shapes differ")
     return KernelCall.of(
         op,
         kernel,
