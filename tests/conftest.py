@@ -20,15 +20,19 @@ settings.register_profile("local", deadline=None, print_blob=True, max_examples=
 settings.load_profile("ci" if under_ci() else "local")
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder of the whole run: under pytest-xdist the one the workers' own basetemps share."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def built_once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
     """The folder `name`, filled by `build(folder)` once for the whole run: under pytest-xdist every worker's
-    session asks for it, the first builds it under a lock in the folder the workers share, the others wait for
-    that build and then use it."""
+    session asks for it, the first builds it under a lock in the run's folder, the others wait for that build
+    and then use it."""
     from heliabuild.locks import locked
 
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the run's folder, shared by the workers' own basetemps
+    base = run_folder(tmp_path_factory)
     folder = base / name
     built = base / f"{name}.built"
     with locked(base / f"{name}.lock"):
@@ -132,7 +136,8 @@ def firmware_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_firmware_tools()
     from heliabuild.firmware.build import build_library
 
-    return build_library(built_once_per_run(tmp_path_factory, "firmware-library", build_library))
+    # build_library builds under its own lock and only when its stamp is stale: once per run in the run's folder
+    return build_library(run_folder(tmp_path_factory) / "firmware-library")
 
 
 @pytest.fixture(scope="session")
@@ -141,10 +146,7 @@ def firmware_library_nomve(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_firmware_tools()
     from heliabuild.firmware.build import build_library
 
-    def build(folder: Path) -> Path:
-        return build_library(folder, mve=False)
-
-    return build(built_once_per_run(tmp_path_factory, "firmware-library-nomve", build))
+    return build_library(run_folder(tmp_path_factory) / "firmware-library-nomve", mve=False)
 
 
 @dataclass(frozen=True)
