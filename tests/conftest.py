@@ -6,11 +6,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from helpers.paths import KWS, RESNET, SHARED_MODELS, shared_models_present
 from helpers.skips import require, require_distribution, require_tool, under_ci
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from helpers.sanitizers import SanitizedBuilds
 
 # Shared 2-core machines make wall-clock deadlines flaky; property tests bound their work by example counts.
 # Under CI the examples are derived from each test itself (derandomize, no example database), so one run's
@@ -178,7 +182,7 @@ def host_kernel_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def sanitized_builds(tmp_path_factory: pytest.TempPathFactory, host_kernel_library: Path):
+def sanitized_builds(tmp_path_factory: pytest.TempPathFactory, host_kernel_library: Path) -> SanitizedBuilds:
     """Every operator kernel file built with AddressSanitizer and UBSan into one library, once for the whole
     run, beside the regular host library to compare with (tests/helpers/sanitizers.py)."""
     from helpers.sanitizers import OPS_SOURCES, SanitizedBuilds, build_sanitized, sanitizer_runtimes

@@ -14,7 +14,7 @@ from helpers.skips import require, require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS_SOURCES = sorted((ROOT / "heliabuild" / "kernels" / "c").glob("ops_*.c"))
-"""Every operator kernel file (libheliaops_sanitized.so: the sanitized_kernels fixture of tests/conftest.py)."""
+"""Every operator kernel file (libheliaops_sanitized.so: the sanitized_builds fixture of tests/conftest.py)."""
 FLAGS = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
 FLAGS += ["-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-shared"]
 
