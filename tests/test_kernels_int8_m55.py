@@ -160,36 +160,12 @@ def case_depthwise_conv2d(k: Int8Kernels, rng: np.random.Generator) -> np.ndarra
     return _conv(k, rng, True)
 
 
-def case_depthwise_conv2d_wide(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
-    """More channels than the MVE body holds in one pass (64), a small window: every pass and its tail."""
-    channels = int(rng.integers(60, 140))
-    x = _codes(rng, (1, int(rng.integers(1, 5)), int(rng.integers(1, 5)), channels))
-    w = _codes(rng, (1, 3, 3, channels), -127)
-    scales = (0.05 * rng.uniform(0.25, 1.0, size=channels)).astype(np.float32)
-    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
-    iq, oq, act = _quant(rng), _quant(rng, 1e-3, 2.0), _activation(rng)
-    params = int8.conv_params(x.shape, w.shape, iq, scales, oq, padding="SAME", activation=act, depthwise=True)
-    model = conv_model(
-        x.shape, w, scales, bias, iq, oq, params.output_shape, stride=(1, 1), dilation=(1, 1), padding="SAME",
-        activation=act, depthwise=True,
-    )  # fmt: skip
-    expected = run_reference(model, [x])
-    k.conv(params, x, w, bias)
-    return expected
-
-
-def case_depthwise_conv2d_3x3(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
-    """KWS's depthwise layer and its kin: 3x3, 16, 32 or 64 channels, stride_h 1, multipliers below 1/2: the MVE
-    body's 3x3 passes (two output rows each, padded rows and columns, an odd last row)."""
-    channels = int(rng.choice([16, 32, 64]))
-    stride = (1, int(rng.integers(1, 3)))
-    padding = str(rng.choice(["SAME", "VALID"]))
-    low = 3 if padding == "VALID" else 1
-    x = _codes(rng, (int(rng.integers(1, 3)), int(rng.integers(low, 8)), int(rng.integers(low, 7)), channels))
-    w = _codes(rng, (1, 3, 3, channels), -127)
-    scales = (0.05 * rng.uniform(0.25, 1.0, size=channels if rng.integers(4) else 1)).astype(np.float32)
-    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
-    iq, oq, act = _quant(rng), _quant(rng, 0.1, 2.0), _activation(rng)
+def _depthwise(
+    k: Int8Kernels, x: np.ndarray, w: np.ndarray, scales: np.ndarray, bias: np.ndarray, quants: tuple[Quant, Quant],
+    act: str, stride: tuple[int, int], padding: str,
+) -> np.ndarray:  # fmt: skip
+    """LiteRT's output of a depthwise layer (depth multiplier 1, dilation 1), after calling the host kernel."""
+    iq, oq = quants
     params = int8.conv_params(
         x.shape, w.shape, iq, scales, oq, stride=stride, padding=padding, activation=act, depthwise=True
     )
@@ -200,6 +176,55 @@ def case_depthwise_conv2d_3x3(k: Int8Kernels, rng: np.random.Generator) -> np.nd
     expected = run_reference(model, [x])
     k.conv(params, x, w, bias)
     return expected
+
+
+def case_depthwise_conv2d_wide(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """More channels than the MVE body holds in one pass (64), a small window: every pass and its tail."""
+    channels = int(rng.integers(60, 140))
+    x = _codes(rng, (1, int(rng.integers(1, 5)), int(rng.integers(1, 5)), channels))
+    w = _codes(rng, (1, 3, 3, channels), -127)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=channels)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
+    quants = _quant(rng), _quant(rng, 1e-3, 2.0)
+    return _depthwise(k, x, w, scales, bias, quants, _activation(rng), (1, 1), "SAME")
+
+
+def case_depthwise_conv2d_3x3(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """KWS's depthwise layer and its kin: 3x3, 16, 32 or 64 channels, stride_h 1, multipliers below 1/2 (the MVE
+    body's 3x3 planes along the rows, padded rows and columns; below four rows, the general body)."""
+    channels = int(rng.choice([16, 32, 64]))
+    stride = (1, int(rng.integers(1, 3)))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    low = 3 if padding == "VALID" else 1
+    x = _codes(rng, (int(rng.integers(1, 3)), int(rng.integers(low, 8)), int(rng.integers(low, 7)), channels))
+    w = _codes(rng, (1, 3, 3, channels), -127)
+    scales = (0.05 * rng.uniform(0.25, 1.0, size=channels if rng.integers(4) else 1)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
+    quants = _quant(rng), _quant(rng, 0.1, 2.0)
+    return _depthwise(k, x, w, scales, bias, quants, _activation(rng), stride, padding)
+
+
+def case_depthwise_conv2d_plane(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
+    """3x3 with a stride-1 axis, one channel's plane at a time (the MVE body's plane path): tall and wide
+    planes (either axis the vector one), more than one tile along each (28 outputs along the vector axis, eight
+    columns of input across it), stride 2 across, every channel count, and scales from 1/64 to 4 (the shift
+    below 0 and at 0 or above)."""
+    tall = bool(rng.integers(2))
+    long_side, short_side = int(rng.integers(1, 70)), int(rng.integers(1, 24))
+    height, width = (long_side, short_side) if tall else (short_side, long_side)
+    channels = max(1, min(_extent(rng, 5, 40), 3000 // (height * width)))  # the firmware holds every case
+    across = int(rng.integers(1, 3))
+    stride = (1, across) if tall else (across, 1)
+    padding = str(rng.choice(["SAME", "VALID"]))
+    if padding == "VALID":
+        height, width = height + 2, width + 2
+    x = _codes(rng, (1 if height * width * channels > 1500 else 2, height, width, channels))
+    w = _codes(rng, (1, 3, 3, channels), -127)
+    scales = (rng.uniform(0.001, 0.05, size=channels if rng.integers(2) else 1)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, size=channels, dtype=np.int32)
+    iq = _quant(rng, 0.01, 0.5)
+    oq = Quant(float(iq.scale * scales.max() * rng.uniform(0.25, 64.0)), int(rng.integers(-128, 128)))
+    return _depthwise(k, x, w, scales, bias, (iq, oq), _activation(rng), stride, padding)
 
 
 def _binary(k: Int8Kernels, rng: np.random.Generator, kind: str) -> np.ndarray:

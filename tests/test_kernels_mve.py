@@ -59,16 +59,28 @@ def test_conv_depthwise_and_fully_connected_bodies_hold_mve_instructions(firmwar
         "helia_ops_conv2d_im2col_mve": {"vmlava.s8", "vstrbt.8", "vqrdmulh.s32"},
         "helia_ops_depthwise_conv2d_mve": {"vmullb.s16", "vmullt.s16", "vldrb.s16", "vqrdmulh.s32"},
     }
-    # The bodies those entries pick through a table: FULLY_CONNECTED's held-vector pass of depth 64 (each row's
-    # VMLADAV, the per-tensor VQDMULH by a scalar) and DEPTHWISE_CONV_2D's 3x3 pass of 64 channels (four-lane
-    # widening loads multiplied and added).
-    tabled = {
-        "held_pass_4": {"vmlav.s8", "vmlava.s8", "vqdmulh.s32", "vrshl.s32"},
-        "depthwise3_pass_64": {"vldrb.s32", "vmul.i32", "vqrdmulh.s32", "vrshl.s32"},
-    }
+    # The body that entry picks through a table: FULLY_CONNECTED's held-vector pass of depth 64 (each row's
+    # VMLADAV, the per-tensor VQDMULH by a scalar).
+    tabled = {"held_pass_4": {"vmlav.s8", "vmlava.s8", "vqdmulh.s32", "vrshl.s32"}}
     for name, mnemonics in {**expected, **tabled}.items():
         found = _mnemonics(_reached(functions, name))
         assert mnemonics <= found, (name, sorted(found))
+    # DEPTHWISE_CONV_2D 3x3 one channel's plane at a time: the input into planes by a load of eight channels and a
+    # byte scatter per row, each tap a widening load and a VMLA by the weight (a scalar, no VMUL), the outputs
+    # requantized by scalars and scattered back.
+    assert re.search(r"R_ARM_THM_(CALL|JUMP24)\s+helia_ops_depthwise_plane_mve\b",
+                     functions["helia_ops_depthwise_conv2d_mve"])  # fmt: skip
+    plane = _functions(_disassemble(objects / "ops_depthwise_plane_mve.o"))
+    bodies = {
+        "plane_gather_8": {"vldrb.s16", "vstrb.16"},
+        "plane_quad_sums": {"vldrb.s32", "vmla.s32", "vstrw.32"},
+        "plane_column_sums": {"vldrb.s32", "vmla.s32", "vstrw.32"},
+        "plane_store_right": {"vqrdmulh.s32", "vqadd.s32", "vrshl.s32", "vstrb.32"},
+        "plane_store_left": {"vshl.s32", "vqrdmulh.s32", "vstrb.32"},
+    }
+    for name, mnemonics in bodies.items():
+        found = _mnemonics(plane[name])
+        assert mnemonics <= found and ("vmul.i32" not in found or "sums" not in name), (name, sorted(found))
     # ADD and MUL of equal extents: the four-lane double rounding.
     assert {"vqrdmulh.s32", "vrshl.s32", "vldrbt.s32"} <= _mnemonics(_disassemble(objects / "ops_elementwise.o"))
     # MAX_POOL_2D across int8 lanes; AVERAGE_POOL_2D's int16 sums and its division as a high multiply.
@@ -87,6 +99,7 @@ def test_the_nomve_library_holds_no_mve_instruction(firmware_library_nomve: Path
         assert not _mnemonics(_disassemble(obj)), obj.name
     assert not re.search(r"R_ARM_THM_(CALL|JUMP24)\s+helia_ops_\w+_mve", _disassemble(objects / "ops_conv.o"))
     assert not _functions(_disassemble(objects / "ops_conv_mve.o"))
+    assert not _functions(_disassemble(objects / "ops_depthwise_plane_mve.o"))
 
 
 def test_float_code_stays_off_the_vector_registers(firmware_library: Path) -> None:

@@ -100,6 +100,9 @@ void helia_ops_fully_connected_mve(const helia_fully_connected_s8_args *args);
 void helia_ops_conv2d_in_place_mve(const helia_conv_s8_args *args);
 void helia_ops_conv2d_im2col_mve(const helia_conv_s8_args *args);
 void helia_ops_depthwise_conv2d_mve(const helia_conv_s8_args *args);
+/* ops_depthwise_plane_mve.c: DEPTHWISE_CONV_2D 3x3 one channel's plane at a time, where it applies. */
+int helia_ops_depthwise_plane_applies(const helia_conv_s8_args *args);
+void helia_ops_depthwise_plane_mve(const helia_conv_s8_args *args);
 #else
 #define HELIA_OPS_MVE 0
 #endif
