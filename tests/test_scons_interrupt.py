@@ -208,10 +208,20 @@ def test_ctrl_c_ends_a_litert_run_and_publishes_nothing(tmp_path: Path, litert_p
     assert dry_run_stages(folder) == ["run"]
 
 
-@pytest.mark.parametrize("jobs", ["-j1", "-j2"])
-def test_ctrl_c_ends_a_qemu_run_and_its_qemu(tmp_path: Path, jobs: str) -> None:
+@pytest.fixture(scope="module")
+def qemu_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A qemu-m55 project built up to its runner (the firmware linked), with a policy of 1 + 10,000 invokes:
+    copies of it only have the run stage to run, as litert_project's."""
     require_firmware_tools()
-    folder = project(tmp_path / "my-project", "qemu-m55", n=10_000)
+    folder = project(tmp_path_factory.mktemp("qemu") / "my-project", "qemu-m55", n=10_000)
+    build_ok(folder, "kws-runner")
+    return folder
+
+
+@pytest.mark.parametrize("jobs", ["-j1", "-j2"])
+def test_ctrl_c_ends_a_qemu_run_and_its_qemu(tmp_path: Path, qemu_project: Path, jobs: str) -> None:
+    folder = tmp_path / "my-project"
+    shutil.copytree(qemu_project, folder)
     qemu: list[int] = []
 
     def qemu_running(written: str, scons: int) -> bool:
