@@ -53,9 +53,9 @@ def ensure_venv() -> None:
     STAMP.write_text(digest)
 
 
-PARALLEL = ["-n", "2", "--dist", "loadfile"]
+PARALLEL = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
 """The suite on both cores of the 2-core machine it is sized for: each test file on one worker, so its module
-fixtures are set up once (docs/testing.md)."""
+fixtures are set up once, handed out in the order tests/conftest.py collects them (docs/testing.md)."""
 
 
 def pytest_arguments(arguments: list[str]) -> list[str]:

@@ -24,6 +24,20 @@ settings.register_profile("local", deadline=None, print_blob=True, max_examples=
 settings.load_profile("ci" if under_ci() else "local")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the test files with the fewest tests first, each file's tests in their own order.
+
+    pytest-xdist (`--dist loadfile --no-loadscope-reorder`, dev.py) hands the files out in this order. The files
+    with few tests are the end-to-end ones whose every test builds something (a minute or more a file); the
+    files with hundreds of tests are made of short ones. Long files first and short ones last is what lets the
+    two workers end together: whichever finishes its file first takes the next, and what is left at the end is
+    short. (pytest-xdist's own reordering does the opposite, most tests first.)"""
+    counts: dict[Path, int] = {}
+    for item in items:
+        counts[item.path] = counts.get(item.path, 0) + 1
+    items.sort(key=lambda item: counts[item.path])  # stable: a file's tests keep their order
+
+
 def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The temporary folder of the whole run: under pytest-xdist the one the workers' own basetemps share."""
     base = tmp_path_factory.getbasetemp()

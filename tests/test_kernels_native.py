@@ -31,11 +31,9 @@ from heliabuild.kernels.native import (
 
 
 @pytest.fixture(scope="session")
-def kernels_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build folder for the session's host library."""
-    folder = tmp_path_factory.mktemp("heliakernels")
-    build_native(folder, "host")
-    return folder
+def kernels_build(host_kernel_library: Path) -> Path:
+    """The build folder of the run's host library (tests/conftest.py, built once per run by build_native)."""
+    return host_kernel_library
 
 
 def _listing(folder: Path) -> dict[str, int]:
@@ -106,7 +104,8 @@ def test_build_dir_is_required(tmp_path: Path) -> None:
 
 def test_a_kernel_using_the_heap_fails_the_build(tmp_path: Path) -> None:
     sources = _copy_sources(tmp_path)
-    (sources / "uses_heap.c").write_text(
+    # named to sort first: the build compiles it before the real kernels and stops there
+    (sources / "a_uses_heap.c").write_text(
         "#include <stdlib.h>\nvoid *helia_bad(void);\nvoid *helia_bad(void) { return malloc(4u); }\n"
     )
     run = _scons("-f", str(sources / "SConstruct"), f"BUILD_DIR={tmp_path / 'out'}", "host", cwd=tmp_path)
@@ -116,7 +115,9 @@ def test_a_kernel_using_the_heap_fails_the_build(tmp_path: Path) -> None:
 
 def test_warnings_are_errors(tmp_path: Path) -> None:
     sources = _copy_sources(tmp_path)
-    (sources / "warns.c").write_text("int helia_warns(int unused);\nint helia_warns(int unused) { return 0; }\n")
+    (sources / "a_warns.c").write_text(  # sorts first, as in the test above
+        "int helia_warns(int unused);\nint helia_warns(int unused) { return 0; }\n"
+    )
     run = _scons("-f", str(sources / "SConstruct"), f"BUILD_DIR={tmp_path / 'out'}", "host", cwd=tmp_path)
     assert run.returncode != 0
     assert "unused parameter" in run.stdout + run.stderr

@@ -101,14 +101,38 @@ def build_ok(project: Path, *arguments: str) -> subprocess.CompletedProcess[str]
     return result
 
 
+def examples_built_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A fresh copy of the project after one `scons` (the default target: every pipeline), and that run's
+    result: built once for the whole run (tests/conftest.py's built_once_per_run) and never changed, so that
+    the test files asserting on that first build share it; a test copies it (copy_built) to use it."""
+    from conftest import built_once_per_run
+
+    def build(folder: Path) -> None:
+        shutil.rmtree(folder / "project", ignore_errors=True)  # what a failed build of another test left
+        result = build_ok(copy_project(folder / "project"))
+        record = {"args": result.args, "stdout": result.stdout, "stderr": result.stderr}
+        (folder / "result.json").write_text(json.dumps(record), encoding="utf-8")
+
+    folder = built_once_per_run(tmp_path_factory, "examples-built", build)
+    record = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    return folder / "project", subprocess.CompletedProcess(record["args"], 0, record["stdout"], record["stderr"])
+
+
+def copy_built(project: Path, destination: Path) -> Path:
+    """A copy at `destination` of the built `project`, SCons's database and modification times included, so
+    the copy is up to date as the original is."""
+    return Path(shutil.copytree(project, destination, symlinks=True))
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """A project copy after one `scons` (the default target: every pipeline), and that run's result.
+    """A project copy after one `scons` (the default target: every pipeline), and that run's result
+    (examples_built_once, copied for this module).
 
     Tests must not change it.
     """
-    project = copy_project(tmp_path_factory.mktemp("built") / "project")
-    return project, build_ok(project)
+    project, result = examples_built_once(tmp_path_factory)
+    return copy_built(project, tmp_path_factory.mktemp("built") / "project"), result
 
 
 def test_there_are_examples_to_build() -> None:

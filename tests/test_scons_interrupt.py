@@ -186,6 +186,12 @@ def large_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def copy_of(built: Path, folder: Path) -> Path:
+    """A copy in `folder` of the project `built` up to its runner, under the same name: only its run stage is
+    left to run."""
+    return Path(shutil.copytree(built, folder / built.name))
+
+
 @pytest.fixture(scope="module")
 def litert_project(tmp_path_factory: pytest.TempPathFactory, large_model: Path) -> Path:
     """A project whose pipeline on the large model is built up to its runner, with a policy of 1 + 10,000
@@ -199,8 +205,7 @@ def litert_project(tmp_path_factory: pytest.TempPathFactory, large_model: Path) 
 
 @pytest.mark.parametrize("jobs", ["-j1", "-j2"])
 def test_ctrl_c_ends_a_litert_run_and_publishes_nothing(tmp_path: Path, litert_project: Path, jobs: str) -> None:
-    folder = tmp_path / "my-project"
-    shutil.copytree(litert_project, folder)
+    folder = copy_of(litert_project, tmp_path)
     status, written, took = interrupt(folder, lambda w, _: re.search(r"invoke \d+/10001 [1-9] s", w) is not None, jobs)
     assert_stopped(status, written, took, "run")
     assert bundle_files(folder) == [] and temporary_leftovers(folder) == []
@@ -208,10 +213,19 @@ def test_ctrl_c_ends_a_litert_run_and_publishes_nothing(tmp_path: Path, litert_p
     assert dry_run_stages(folder) == ["run"]
 
 
-@pytest.mark.parametrize("jobs", ["-j1", "-j2"])
-def test_ctrl_c_ends_a_qemu_run_and_its_qemu(tmp_path: Path, jobs: str) -> None:
+@pytest.fixture(scope="module")
+def qemu_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A qemu-m55 project built up to its runner (the firmware linked), with a policy of 1 + 10,000 invokes:
+    copies of it only have the run stage to run, as litert_project's."""
     require_firmware_tools()
-    folder = project(tmp_path / "my-project", "qemu-m55", n=10_000)
+    folder = project(tmp_path_factory.mktemp("qemu") / "my-project", "qemu-m55", n=10_000)
+    build_ok(folder, "kws-runner")
+    return folder
+
+
+@pytest.mark.parametrize("jobs", ["-j1", "-j2"])
+def test_ctrl_c_ends_a_qemu_run_and_its_qemu(tmp_path: Path, qemu_project: Path, jobs: str) -> None:
+    folder = copy_of(qemu_project, tmp_path)
     qemu: list[int] = []
 
     def qemu_running(written: str, scons: int) -> bool:

@@ -24,7 +24,16 @@ from pathlib import Path
 
 import pytest
 from helpers.skips import require
-from test_scons import SITE_TOOLS, build_ok, copy_project, heliabuild_lines, output_of, run_scons, scons_command
+from test_scons import (
+    SITE_TOOLS,
+    build_ok,
+    copy_built,
+    copy_project,
+    heliabuild_lines,
+    output_of,
+    run_scons,
+    scons_command,
+)
 
 from heliabuild.fence import Fence, FencePlan, load_plan, load_sidecar, sidecar_path_for
 from heliabuild.files import json_text, sha256_file
@@ -483,6 +492,15 @@ def big_reference(tmp_path_factory: pytest.TempPathFactory, big_model: Path) -> 
     return snapshot(project / "build")
 
 
+@pytest.fixture(scope="module")
+def big_earlier(tmp_path_factory: pytest.TempPathFactory, big_model: Path) -> Path:
+    """The big pipeline built with EARLIER_FENCES: the earlier build each interruption test copies (its SCons
+    database with it). Tests must not change it."""
+    project = make_big_project(tmp_path_factory.mktemp("big_earlier") / "project", big_model, fences=EARLIER_FENCES)
+    build_ok(project)
+    return project
+
+
 def assert_complete_or_absent(build: Path) -> None:
     """Every target of the big pipeline is absent, or complete and readable."""
     fenced, sidecar = fence_outputs(build, f"{BIG}_fenced")
@@ -536,11 +554,10 @@ def interrupt_while_vela_runs(project: Path, sent: signal.Signals) -> subprocess
 @pytest.mark.slow
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_an_interrupted_build_leaves_complete_or_absent_targets_and_the_next_build_completes(
-    tmp_path: Path, big_model: Path, big_reference: dict[str, bytes], sent: signal.Signals
+    tmp_path: Path, big_earlier: Path, big_reference: dict[str, bytes], sent: signal.Signals
 ) -> None:
-    # an earlier build, so SCons has a database to keep, then new fences: fence and Vela rerun
-    project = make_big_project(tmp_path / "project", big_model, fences=EARLIER_FENCES)
-    build_ok(project)
+    # an earlier build (a copy of it), so SCons has a database to keep, then new fences: fence and Vela rerun
+    project = copy_built(big_earlier, tmp_path / "project")
     set_options(project, fences=BIG_FENCES)
     interrupted = interrupt_while_vela_runs(project, sent)
     assert interrupted.returncode != 0, output_of(interrupted)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require_firmware_tools
-from test_scons import build_ok, heliabuild_lines, output_of, run_scons
+from test_scons import build_ok, copy_built, heliabuild_lines, output_of, run_scons
 
 from heliabuild.api import load_result
 from heliabuild.model import save_model
@@ -65,8 +65,11 @@ def lines_with(result: subprocess.CompletedProcess[str], text: str) -> list[str]
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    folder = project(tmp_path_factory.mktemp("qemu") / "project", three_pipelines())
-    return folder, build_ok(folder, "-j2")
+    """The three pipelines after one clean `scons -j2` with an (empty) CacheDir, `cache` beside the project,
+    and that build's result: the first checkout of the CacheDir test too. Tests must not change it."""
+    folder = tmp_path_factory.mktemp("qemu")
+    project_folder = project(folder / "project", three_pipelines(), cache=folder / "cache")
+    return project_folder, build_ok(project_folder, "-j2")
 
 
 def test_three_qemu_pipelines_share_one_library_and_publish_verified_bundles(
@@ -113,10 +116,11 @@ def test_a_noop_build_runs_nothing(built: tuple[Path, subprocess.CompletedProces
     assert heliabuild_lines(result) == [], output_of(result)
 
 
-def test_a_policy_change_relinks_and_reruns_only_its_pipeline(tmp_path: Path) -> None:
-    folder = project(tmp_path / "project", three_pipelines(measured=2))
-    build_ok(folder, "-j2")
-    project(folder, three_pipelines(measured=3))
+def test_a_policy_change_relinks_and_reruns_only_its_pipeline(
+    built: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    folder = copy_built(built[0], tmp_path / "project")  # built, its SCons database with it: up to date
+    project(folder, three_pipelines(measured=3))  # (and no CacheDir)
     result = build_ok(folder)
     assert sorted(line.split(" ")[1] for line in heliabuild_lines(result)) == sorted(
         ["firmware", "firmware-cc", "firmware-link", "runner", "run"]
@@ -139,11 +143,11 @@ def test_clean_builds_in_two_folders_give_byte_identical_elfs(
             assert a.read_bytes() == b.read_bytes(), relative
 
 
-def test_a_cachedir_serves_the_library_and_the_elfs_to_a_second_checkout(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    first = project(tmp_path / "first", three_pipelines(), cache=cache)
-    build_ok(first, "-j2")
-    second = project(tmp_path / "second", three_pipelines(), cache=cache)
+def test_a_cachedir_serves_the_library_and_the_elfs_to_a_second_checkout(
+    built: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    first, _ = built  # its clean build filled the cache
+    second = project(tmp_path / "second", three_pipelines(), cache=first.parent / "cache")
     result = run_scons(second, "-j2")
     assert result.returncode == 0, output_of(result)
     assert lines_with(result, "firmware-cc") == [] and lines_with(result, "firmware-link") == [], output_of(result)

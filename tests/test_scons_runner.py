@@ -2,7 +2,7 @@
 
 A test project (tests/test_scons_pipeline.py's make_project) runs one pipeline on the synthetic KWS chain
 with the keyword arguments in options.json; the summary table of the examples is tested on a copy of
-the repository's examples (tests/test_scons.py's copy_project).
+the repository's examples (tests/test_scons.py's examples_built_once).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers.skips import require
-from test_scons import build_ok, copy_project, heliabuild_lines, output_of, run_scons
+from test_scons import build_ok, copy_built, examples_built_once, heliabuild_lines, output_of, run_scons
 from test_scons_pipeline import make_project, set_options, snapshot
 
 from heliabuild.api import acquisition_facts, load_result, measurement_samples, run_identity
@@ -208,9 +208,9 @@ def test_builder_mistakes_are_reported_before_building(tmp_path: Path, call: str
     assert not (project / "r").exists() and not (project / "x").exists()
 
 
-def test_the_root_sconstruct_prints_one_summary_table(tmp_path: Path) -> None:
-    project = copy_project(tmp_path / "project")
-    first = build_ok(project)
+def test_the_root_sconstruct_prints_one_summary_table(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    built, first = examples_built_once(tmp_path_factory)  # the first `scons` of a fresh copy
+    project = copy_built(built, tmp_path / "project")
     from heliabuild.scons.firmware import missing_tools
 
     examples = ("kws_budget", "kws_chain", *(() if missing_tools() else ("residual_qemu",)), "resnet_residual")

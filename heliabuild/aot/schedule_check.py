@@ -275,7 +275,8 @@ def _check_overlaps(facts: Sequence[_UnitFacts], found: _Findings) -> None:
     spans.sort()
     pairs: list[tuple[int, int]] = []
     for i, (_, end, position, (low, high)) in enumerate(spans):
-        for other_start, _, other_position, (other_low, other_high) in spans[i + 1 :]:
+        for j in range(i + 1, len(spans)):  # indices, not a slice: copying the rest for each span is quadratic
+            other_start, _, other_position, (other_low, other_high) = spans[j]
             if other_start >= end:
                 break
             if max(low, other_low) <= min(high, other_high):
