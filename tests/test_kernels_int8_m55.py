@@ -207,12 +207,14 @@ def case_depthwise_conv2d_3x3(k: Int8Kernels, rng: np.random.Generator) -> np.nd
 def case_depthwise_conv2d_plane(k: Int8Kernels, rng: np.random.Generator) -> np.ndarray:
     """3x3 with a stride-1 axis, one channel's plane at a time (the MVE body's plane path): tall and wide
     planes (either axis the vector one), more than one tile along each (28 outputs along the vector axis, eight
-    columns of input across it), stride 2 across, every channel count, and scales from 1/64 to 4 (the shift
-    below 0 and at 0 or above)."""
+    columns of input across it; a last tile of fewer than four starts earlier), stride 2 across, every channel
+    count, and scales from 1/64 to 4 (the shift below 0 and at 0 or above)."""
     tall = bool(rng.integers(2))
-    long_side, short_side = int(rng.integers(1, 70)), int(rng.integers(1, 24))
+    # A quarter of the cases end a 28-output tile with 1 to 3 more outputs: the last tile starts earlier.
+    long_side = int(rng.choice([29, 30, 31, 57, 58, 59])) if rng.integers(4) == 0 else int(rng.integers(1, 70))
+    short_side = int(rng.integers(1, 24))
     height, width = (long_side, short_side) if tall else (short_side, long_side)
-    channels = max(1, min(_extent(rng, 5, 40), 3000 // (height * width)))  # the firmware holds every case
+    channels = max(1, min(_extent(rng, 5, 40), 2000 // (height * width)))  # the firmware holds every case
     across = int(rng.integers(1, 3))
     stride = (1, across) if tall else (across, 1)
     padding = str(rng.choice(["SAME", "VALID"]))

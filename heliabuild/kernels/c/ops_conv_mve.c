@@ -26,6 +26,7 @@
 
 #include <arm_mve.h>
 
+#include "helia_bytes_mve.h"
 #include "helia_fixed_mve.h"
 
 #define ROUND_SINGLE 1
@@ -688,24 +689,6 @@ static void im2col_row(const matvec *m, const int8_t *x, int8_t *out)
         const channel_block block = contiguous_block(m, c);
         const int32x4_t acc = dot_rows(x, m->filter + (size_t)c * (size_t)m->depth, m->depth, rows_at(m, c));
         store_block(out + c, acc, &block, ROUND_DOUBLE, m->output_zero_point, m->act_min, m->act_max);
-    }
-}
-
-static inline void copy_bytes(int8_t *destination, const int8_t *source, int32_t count)
-{
-    int32_t k;
-    for (k = 0; k < count; k += 16) {
-        const mve_pred16_t p = vctp8q((uint32_t)(count - k));
-        vstrbq_p_s8(destination + k, vldrbq_z_s8(source + k, p), p);
-    }
-}
-
-static inline void fill_bytes(int8_t *destination, int8_t value, int32_t count)
-{
-    const int8x16_t values = vdupq_n_s8(value);
-    int32_t k;
-    for (k = 0; k < count; k += 16) {
-        vstrbq_p_s8(destination + k, values, vctp8q((uint32_t)(count - k)));
     }
 }
 

@@ -26,6 +26,8 @@
 
 #include <arm_mve.h>
 
+#include "helia_bytes_mve.h"
+
 /* A plane column's bytes: a vector's nine taps sit at 0..2 + {0, 1, 2} * PLANE_COLUMN from one pointer, and four
  * neighbouring outputs' at -PLANE_COLUMN..4 * PLANE_COLUMN + 2, every offset within VLDRB's 7-bit immediate. */
 #define PLANE_COLUMN 30
@@ -69,7 +71,6 @@ typedef struct plane_channel {
     int32_t offset; /* bias, less input_zero_point * weight sum (modulo 2^32) */
     int32_t multiplier;
     int32_t shift;
-    int32_t zero_point;
 } plane_channel;
 
 /* A tile's output vectors along the inner axis, as the stores take them: `full` at 0, 4, 8, ..., and where the
@@ -81,24 +82,14 @@ typedef struct plane_vectors {
     int32_t back;
 } plane_vectors;
 
-/* The layer's output range, as vectors. */
+/* The layer's output zero point and range. */
 typedef struct plane_range {
     int32x4_t act_min;
     int32x4_t act_max;
+    int32_t zero_point;
 } plane_range;
 
 /* ---- the input, into planes ------------------------------------------------------------------------------ */
-
-/* `count` planes at the zero point. */
-static void fill_planes(int8_t *planes, int32_t count, int8_t zero_point)
-{
-    const int8x16_t values = vdupq_n_s8(zero_point);
-    const int32_t bytes = count * PLANE_BYTES;
-    int32_t k;
-    for (k = 0; k < bytes; k += 16) {
-        vstrbq_p_s8(planes + k, values, vctp8q((uint32_t)(bytes - k)));
-    }
-}
 
 /* The rows [first, end) of the tile's columns that hold input (the others stay at the zero point). */
 static void plane_rows(const plane_layer *layer, const plane_tile *tile, int32_t *first, int32_t *end)
@@ -304,7 +295,7 @@ static void plane_sums(const int8_t *plane, int32_t *sums, const plane_channel *
 /* helia_mbqm_double of four sums, plus the output zero point, clamped. Always inlined with constant `right`
  * (whether the channel's shift is below 0). */
 static inline __attribute__((always_inline)) int32x4_t plane_outputs(int32x4_t acc, int32_t multiplier, int32_t shift,
-                                                                    int32_t zero_point, plane_range range, int right)
+                                                                    plane_range range, int right)
 {
     int32x4_t value;
     if (right) {
@@ -313,7 +304,7 @@ static inline __attribute__((always_inline)) int32x4_t plane_outputs(int32x4_t a
     } else {
         value = vqrdmulhq_n_s32(vshlq_r_s32(acc, shift), multiplier);
     }
-    return vminq_s32(vmaxq_s32(vaddq_n_s32(value, zero_point), range.act_min), range.act_max);
+    return vminq_s32(vmaxq_s32(vaddq_n_s32(value, range.zero_point), range.act_min), range.act_max);
 }
 
 /* One channel's sums of the tile requantized to its output bytes (a scatter of four per vector). Always inlined
@@ -326,7 +317,6 @@ static inline __attribute__((always_inline)) void plane_store(const plane_layer 
     const uint32x4_t scatter = vmulq_n_u32(vidupq_n_u32(0u, 1), layer->out_inner_step);
     const int32_t multiplier = k->multiplier;
     const int32_t shift = k->shift;
-    const int32_t zero_point = k->zero_point;
     const size_t stride = 4u * (size_t)layer->out_inner_step;
     const int32_t full = vectors->full;
     const int32_t back = vectors->back;
@@ -339,14 +329,13 @@ static inline __attribute__((always_inline)) void plane_store(const plane_layer 
         int8_t *o = out + (size_t)t * next;
         int32_t j;
         for (j = 0; j < full; ++j) {
-            vstrbq_scatter_offset_s32(o, scatter, plane_outputs(vldrwq_s32(s), multiplier, shift, zero_point, range,
-                                                                right));
+            vstrbq_scatter_offset_s32(o, scatter, plane_outputs(vldrwq_s32(s), multiplier, shift, range, right));
             s += 4;
             o += stride;
         }
         if (back != 0) {
-            vstrbq_scatter_offset_s32(o - back_bytes, scatter, plane_outputs(vldrwq_s32(s - back), multiplier, shift,
-                                                                             zero_point, range, right));
+            vstrbq_scatter_offset_s32(o - back_bytes, scatter,
+                                      plane_outputs(vldrwq_s32(s - back), multiplier, shift, range, right));
         }
     }
 }
@@ -371,44 +360,31 @@ static __attribute__((noinline)) void plane_store_left(const plane_layer *layer,
 
 /* ---- the layer ----------------------------------------------------------------------------------------------- */
 
-/* Channel c's weights, sums' start and requantization. */
-static void plane_channel_of(const helia_conv_s8_args *args, const plane_layer *layer, int32_t c, plane_channel *k)
-{
-    const int8_t *filter = args->filter + c;
-    const int32_t q = args->quant_count == 1 ? 0 : c;
-    int32_t t;
-    for (t = 0; t < 9; ++t) {
-        k->w[t] = filter[layer->taps[t]];
-    }
-    k->offset = (int32_t)((uint32_t)(args->bias != NULL ? args->bias[c] : 0) -
-                          (uint32_t)args->input_zero_point * (uint32_t)args->weight_sums[c]);
-    k->multiplier = args->multipliers[q];
-    k->shift = args->shifts[q];
-    k->zero_point = args->output_zero_point;
-}
-
-/* Channels c..c+3's constants at once: each tap's four weights in one widening load, each field's four values
- * to the four records in one scatter. */
-static void plane_group_of(const helia_conv_s8_args *args, const plane_layer *layer, int32_t c,
-                           plane_channel k[4])
+/* The constants of channels c .. c + count - 1 (count 1 to 4) at once: each tap's weights in one widening load,
+ * each field's values to their records in one scatter. */
+static void plane_channels_of(const helia_conv_s8_args *args, const plane_layer *layer, int32_t c, int32_t count,
+                              plane_channel k[4])
 {
     const uint32x4_t records = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)sizeof(plane_channel));
+    const mve_pred16_t lanes = vctp32q((uint32_t)count);
     const int8_t *filter = args->filter + c;
-    int32x4_t offset = vmulq_n_s32(vldrwq_s32(args->weight_sums + c), -args->input_zero_point);
+    int32x4_t offset = vmulq_n_s32(vldrwq_z_s32(args->weight_sums + c, lanes), -args->input_zero_point);
     int32_t t;
     for (t = 0; t < 9; ++t) {
-        vstrwq_scatter_offset_s32(&k[0].w[t], records, vldrbq_s32(filter + layer->taps[t]));
+        vstrwq_scatter_offset_p_s32(&k[0].w[t], records, vldrbq_z_s32(filter + layer->taps[t], lanes), lanes);
     }
     if (args->bias != NULL) {
-        offset = vaddq_s32(offset, vldrwq_s32(args->bias + c));
+        offset = vaddq_s32(offset, vldrwq_z_s32(args->bias + c, lanes));
     }
-    vstrwq_scatter_offset_s32(&k[0].offset, records, offset);
-    vstrwq_scatter_offset_s32(&k[0].multiplier, records,
-                              args->quant_count == 1 ? vdupq_n_s32(args->multipliers[0])
-                                                     : vldrwq_s32(args->multipliers + c));
-    vstrwq_scatter_offset_s32(&k[0].shift, records,
-                              args->quant_count == 1 ? vdupq_n_s32(args->shifts[0]) : vldrwq_s32(args->shifts + c));
-    vstrwq_scatter_offset_s32(&k[0].zero_point, records, vdupq_n_s32(args->output_zero_point));
+    vstrwq_scatter_offset_p_s32(&k[0].offset, records, offset, lanes);
+    vstrwq_scatter_offset_p_s32(&k[0].multiplier, records,
+                                args->quant_count == 1 ? vdupq_n_s32(args->multipliers[0])
+                                                       : vldrwq_z_s32(args->multipliers + c, lanes),
+                                lanes);
+    vstrwq_scatter_offset_p_s32(&k[0].shift, records,
+                                args->quant_count == 1 ? vdupq_n_s32(args->shifts[0])
+                                                       : vldrwq_z_s32(args->shifts + c, lanes),
+                                lanes);
 }
 
 /* The vector axis: the rows (1) where stride_h is 1 and the columns are no longer or have another stride, else
@@ -469,7 +445,7 @@ static void plane_tile_run(const helia_conv_s8_args *args, const plane_layer *la
     int32_t g;
     plane_rows(layer, tile, &first, &end);
     /* Every position no channel's input covers holds the zero point for the whole tile. */
-    fill_planes(planes, PLANE_GROUP, (int8_t)args->input_zero_point);
+    fill_bytes(planes, (int8_t)args->input_zero_point, PLANE_GROUP * PLANE_BYTES);
     for (c = 0; c < channels; c += PLANE_GROUP) {
         const int32_t group = channels - c < PLANE_GROUP ? channels - c : PLANE_GROUP;
         if (group == PLANE_GROUP) {
@@ -477,11 +453,8 @@ static void plane_tile_run(const helia_conv_s8_args *args, const plane_layer *la
         } else {
             plane_gather_some(layer, tile, c, group, first, end, planes);
         }
-        for (g = 0; g + 4 <= group; g += 4) {
-            plane_group_of(args, layer, c + g, k + g);
-        }
-        for (; g < group; ++g) {
-            plane_channel_of(args, layer, c + g, &k[g]);
+        for (g = 0; g < group; g += 4) {
+            plane_channels_of(args, layer, c + g, group - g < 4 ? group - g : 4, k + g);
         }
         for (g = 0; g < group; ++g) {
             plane_sums(planes + g * PLANE_BYTES, sums, &k[g], (tile->inner_count + 3) / 4, columns,
@@ -500,7 +473,7 @@ void helia_ops_depthwise_plane_mve(const helia_conv_s8_args *args)
     const size_t channels = (size_t)args->output_c;
     const size_t input_image = (size_t)args->input_h * (size_t)args->input_w * channels;
     const size_t output_image = (size_t)args->output_h * (size_t)args->output_w * channels;
-    const plane_range range = {vdupq_n_s32(args->act_min), vdupq_n_s32(args->act_max)};
+    const plane_range range = {vdupq_n_s32(args->act_min), vdupq_n_s32(args->act_max), args->output_zero_point};
     int8_t planes[PLANE_GROUP * PLANE_BYTES];
     plane_layer layer;
     plane_tile tile;
